@@ -1,0 +1,187 @@
+package testenv
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Cluster is an in-process JetStream cluster of n nodes on loopback. Every node's
+// routes are fixed up front, so a stopped node rejoins on Restart.
+type Cluster struct {
+	mu      sync.Mutex
+	opts    []server.Options
+	nodes   []*server.Server
+	dir     string
+	logging bool
+}
+
+// RunCluster starts an n-node cluster (n ≥ 1) and returns once a JetStream meta leader
+// is elected and every node is current. Close stops it and removes its store.
+func RunCluster(n int, opts ...Option) (*Cluster, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("testenv: cluster size %d: need at least 1 node", n)
+	}
+	c := config{host: "127.0.0.1"}
+	for _, o := range opts {
+		o(&c)
+	}
+	dir, err := os.MkdirTemp("", "workq-cluster-")
+	if err != nil {
+		return nil, fmt.Errorf("testenv: cluster store: %w", err)
+	}
+	cl := &Cluster{dir: dir, logging: c.logging || os.Getenv("WORKQ_SERVER_LOG") == "1"}
+	clientPorts := make([]int, n)
+	routePorts := make([]int, n)
+	var routes []*url.URL
+	for i := range n {
+		if clientPorts[i], err = FreePort(c.host); err != nil {
+			return nil, err
+		}
+		if routePorts[i], err = FreePort(c.host); err != nil {
+			return nil, err
+		}
+		routes = append(routes, mustURL(c.host, routePorts[i]))
+	}
+	for i := range n {
+		cl.opts = append(cl.opts, server.Options{
+			ServerName: fmt.Sprintf("workq-n%d", i),
+			Host:       c.host,
+			Port:       clientPorts[i],
+			JetStream:  true,
+			StoreDir:   fmt.Sprintf("%s/n%d", dir, i),
+			SyncAlways: c.syncAlways,
+			Username:   c.user,
+			Password:   c.pass,
+			NoSigs:     true,
+			Cluster: server.ClusterOpts{
+				Name: "workq-test",
+				Host: c.host,
+				Port: routePorts[i],
+			},
+			Routes: routes,
+		})
+	}
+	cl.nodes = make([]*server.Server, n)
+	// Start all nodes before waiting on any: a node is ready for clients only once
+	// JetStream has a quorum.
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl.nodes[i], errs[i] = startServer(cl.opts[i], cl.logging)
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			cl.Close()
+			return nil, e
+		}
+	}
+	if err := cl.WaitForLeader(30 * time.Second); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+// URLs are the client URLs of every node, running or not.
+func (cl *Cluster) URLs() []string {
+	var u []string
+	for _, o := range cl.opts {
+		u = append(u, mustURL(o.Host, o.Port).String())
+	}
+	return u
+}
+
+// URL is every node's client URL joined by commas, as nats.Connect takes them.
+func (cl *Cluster) URL() string { return strings.Join(cl.URLs(), ",") }
+
+// Node is node i's running server, nil while stopped.
+func (cl *Cluster) Node(i int) *server.Server {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.nodes[i]
+}
+
+// Size is the number of nodes.
+func (cl *Cluster) Size() int { return len(cl.opts) }
+
+// Stop shuts node i down, keeping its store.
+func (cl *Cluster) Stop(i int) {
+	cl.mu.Lock()
+	srv := cl.nodes[i]
+	cl.nodes[i] = nil
+	cl.mu.Unlock()
+	if srv != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}
+}
+
+// Restart stops node i if it runs and starts it again with its store and ports.
+func (cl *Cluster) Restart(i int) error {
+	cl.Stop(i)
+	srv, err := startServer(cl.opts[i], cl.logging)
+	if err != nil {
+		return err
+	}
+	cl.mu.Lock()
+	cl.nodes[i] = srv
+	cl.mu.Unlock()
+	return nil
+}
+
+// WaitForLeader waits until one running node is the JetStream meta leader and every
+// running node is current with it.
+func (cl *Cluster) WaitForLeader(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		leader, current := false, true
+		cl.mu.Lock()
+		for _, s := range cl.nodes {
+			if s == nil {
+				continue
+			}
+			leader = leader || s.JetStreamIsLeader()
+			current = current && s.JetStreamIsCurrent()
+		}
+		cl.mu.Unlock()
+		if leader && current {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w within %s", errNoLeader, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// StreamLeader returns the index of the node leading stream in the global account,
+// or -1 if no running node leads it.
+func (cl *Cluster) StreamLeader(stream string) int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for i, s := range cl.nodes {
+		if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Close stops every node and removes the cluster's store.
+func (cl *Cluster) Close() {
+	for i := range cl.nodes {
+		cl.Stop(i)
+	}
+	_ = os.RemoveAll(cl.dir)
+}
