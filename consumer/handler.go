@@ -1,0 +1,41 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+)
+
+// Handler runs one job. Returning nil commits the job; see the package doc for
+// errors. ctx ends when the job's ownership is lost (cause ErrStale), its Timeout
+// passes, or the worker stops and the drain timeout passes.
+type Handler interface {
+	Handle(ctx context.Context, j *Job) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, j *Job) error
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, j *Job) error { return f(ctx, j) }
+
+// Middleware wraps a Handler, for logging, tracing, metrics or rate limits.
+type Middleware func(Handler) Handler
+
+// Chain wraps h in mw, the first given outermost.
+func Chain(h Handler, mw ...Middleware) Handler {
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	return h
+}
+
+// safeCall runs h, turning a panic into an error that carries the stack.
+func safeCall(ctx context.Context, h Handler, j *Job) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v\n%s", ErrPanic, r, debug.Stack())
+		}
+	}()
+	return h.Handle(ctx, j)
+}

@@ -1,0 +1,131 @@
+package consumer_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/producer"
+)
+
+// quiet is a logger that drops everything; tests that check logs use a logRecorder.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// logRecorder keeps log messages so tests can look for "job X was reassigned".
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Message)
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+func (l *logRecorder) has(msg string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.msgs {
+		if m == msg {
+			return true
+		}
+	}
+	return false
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// runWorker starts w.Run in the background; the returned stop cancels it and waits,
+// failing the test if Run returned an error.
+func runWorker(t *testing.T, w *consumer.Worker) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("worker %s: Run: %v", w.Name(), err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Errorf("worker %s: Run did not return within 60s of cancel", w.Name())
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func newProducer(t *testing.T, js jetstream.JetStream, q string, opts ...producer.Option) *producer.Producer {
+	t.Helper()
+	p, err := producer.New(ctxFor(t, 30*time.Second), js, q, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newWorker(t *testing.T, js jetstream.JetStream, q string, h consumer.Handler, opts ...consumer.Option) *consumer.Worker {
+	t.Helper()
+	w, err := consumer.New(ctxFor(t, 30*time.Second), js, q, h, append([]consumer.Option{consumer.Logger(quiet)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func enqueueN(t *testing.T, p *producer.Producer, n int, prefix string) []string {
+	t.Helper()
+	jobs := make([]producer.Job, n)
+	ids := make([]string, n)
+	for i := range jobs {
+		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
+		jobs[i] = producer.Job{ID: ids[i], Payload: []byte(ids[i])}
+	}
+	res, err := p.EnqueueBatch(ctxFor(t, 60*time.Second), jobs)
+	if err != nil {
+		t.Fatalf("EnqueueBatch: %v (first result err: %v)", err, res[0].Err)
+	}
+	return ids
+}
+
+func status(t *testing.T, p *producer.Producer, id string) *producer.Record {
+	t.Helper()
+	r, err := p.Status(ctxFor(t, 10*time.Second), id)
+	if err != nil {
+		t.Fatalf("Status(%s): %v", id, err)
+	}
+	return r
+}

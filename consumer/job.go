@@ -1,0 +1,118 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/record"
+)
+
+// Job is one delivery of a job to this worker.
+type Job struct {
+	w           *Worker
+	msg         jetstream.Msg
+	md          *jetstream.MsgMetadata
+	id          string
+	kind        string
+	maxAttempts int
+	attempt     int
+	claim       *record.Record // fenced: the record as this worker claimed it
+	result      []byte
+}
+
+func (w *Worker) newJob(msg jetstream.Msg, md *jetstream.MsgMetadata) *Job {
+	h := msg.Headers()
+	j := &Job{w: w, msg: msg, md: md, kind: h.Get(queue.HeaderKind), maxAttempts: w.cfg.maxAttempts}
+	j.id = jobID(w.names, msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
+	if n, err := strconv.Atoi(h.Get(queue.HeaderMaxAttempts)); err == nil && n > 0 {
+		j.maxAttempts = n
+	}
+	j.attempt = int(md.NumDelivered) // fenced claims replace it with the record's count
+	return j
+}
+
+// jobID is the job's id: its Nats-Msg-Id, else the subject's suffix after
+// workq.<queue>.jobs., else "seq-<stream sequence>" for a plain publish without one.
+func jobID(n queue.Names, subject, msgID string, seq uint64) string {
+	if msgID != "" && queue.CheckID(msgID) == nil {
+		return msgID
+	}
+	if id, ok := strings.CutPrefix(subject, n.JobsPrefix); ok && queue.CheckID(id) == nil {
+		return id
+	}
+	return "seq-" + strconv.FormatUint(seq, 10)
+}
+
+// ID is the job id.
+func (j *Job) ID() string { return j.id }
+
+// Kind is the job's kind, "" if it has none.
+func (j *Job) Kind() string { return j.kind }
+
+// Payload is the job's data.
+func (j *Job) Payload() []byte { return j.msg.Data() }
+
+// Header is the job message's headers.
+func (j *Job) Header() nats.Header { return j.msg.Headers() }
+
+// Attempt is this run's number, 1 for the first. Fenced workers count runs in the
+// job record, so deliveries handed back unstarted (worker shutdown) do not count;
+// unfenced workers count JetStream deliveries.
+func (j *Job) Attempt() int { return j.attempt }
+
+// MaxAttempts is the attempt limit that applies to this job.
+func (j *Job) MaxAttempts() int { return j.maxAttempts }
+
+// Sequence is the job message's stream sequence.
+func (j *Job) Sequence() uint64 { return j.md.Sequence.Stream }
+
+// EnqueuedAt is when the server stored the job.
+func (j *Job) EnqueuedAt() time.Time { return j.md.Timestamp }
+
+// FencingToken is the revision of this run's claim on the job record: it grows with
+// every claim of the job, so a resource that remembers the highest token it has seen
+// can refuse writes from a superseded run. 0 for unfenced workers.
+func (j *Job) FencingToken() uint64 {
+	if j.claim == nil {
+		return 0
+	}
+	return j.claim.Revision
+}
+
+// SetResult sets the bytes stored as the job's result when it commits.
+func (j *Job) SetResult(b []byte) { j.result = b }
+
+// Fence checks with the server that this run still owns the job: nil if so, ErrStale
+// if another delivery has claimed it since. Call it before an irreversible step.
+// Unfenced workers always get nil.
+func (j *Job) Fence(ctx context.Context) error {
+	if j.claim == nil {
+		return nil
+	}
+	rec, err := j.w.records.Get(ctx, j.id)
+	if errors.Is(err, record.ErrNotFound) {
+		return fmt.Errorf("job %s: record gone: %w", j.id, ErrStale)
+	}
+	if err != nil {
+		return fmt.Errorf("job %s: fence: %w", j.id, err)
+	}
+	if rec.Revision != j.claim.Revision {
+		return fmt.Errorf("job %s: claimed again by %s (attempt %d): %w", j.id, workerName(rec), rec.Attempt, ErrStale)
+	}
+	return nil
+}
+
+func workerName(r *record.Record) string {
+	if r.Worker == nil {
+		return "?"
+	}
+	return r.Worker.Name
+}

@@ -1,0 +1,218 @@
+package consumer
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/workq/workq/internal/queue"
+)
+
+// Option configures a Worker.
+type Option func(*config) error
+
+type config struct {
+	concurrency   int
+	ackWait       time.Duration
+	heartbeat     time.Duration
+	maxAttempts   int
+	backoff       BackoffFunc
+	timeout       time.Duration
+	drainTimeout  time.Duration
+	name          string
+	logger        *slog.Logger
+	unfenced      bool
+	maxAckPending int
+	middleware    []Middleware
+	queue         queue.Config
+}
+
+func defaults() config {
+	host, _ := os.Hostname()
+	return config{
+		concurrency:  8,
+		ackWait:      30 * time.Second,
+		maxAttempts:  10,
+		backoff:      Exponential(time.Second, 5*time.Minute),
+		drainTimeout: 30 * time.Second,
+		name:         host + "-" + strconv.Itoa(os.Getpid()),
+		logger:       slog.Default(),
+	}
+}
+
+// Concurrency sets how many jobs the worker runs at once; it also sizes the pull
+// buffer, so buffered jobs do not age towards AckWait. Default 8.
+func Concurrency(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("consumer: concurrency %d: want at least 1", n)
+		}
+		c.concurrency = n
+		return nil
+	}
+}
+
+// AckWait is how long a job may go without a heartbeat before JetStream hands it to
+// another worker. Every worker of a queue must use the same value (it is the shared
+// consumer's setting). Default 30s: long enough to ride out a GC pause or a brief
+// network blip, short enough that a dead worker's job moves on within a minute.
+func AckWait(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 100*time.Millisecond {
+			return fmt.Errorf("consumer: ack wait %s: want at least 100ms", d)
+		}
+		c.ackWait = d
+		return nil
+	}
+}
+
+// Heartbeat sets how often a running job's progress is reported. Default a third of
+// AckWait, so two heartbeats can be lost before the job moves on.
+func Heartbeat(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("consumer: heartbeat %s: want > 0", d)
+		}
+		c.heartbeat = d
+		return nil
+	}
+}
+
+// MaxAttempts is how many times a job runs before it is dead-lettered. A job's own
+// limit (producer.MaxAttempts) overrides it. Default 10.
+func MaxAttempts(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("consumer: max attempts %d: want at least 1", n)
+		}
+		c.maxAttempts = n
+		return nil
+	}
+}
+
+// BackoffFunc returns how long to wait before attempt+1 after attempt failed.
+type BackoffFunc func(attempt int) time.Duration
+
+// Backoff sets the retry delay. Default Exponential(1s, 5m).
+func Backoff(f BackoffFunc) Option {
+	return func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("consumer: nil backoff")
+		}
+		c.backoff = f
+		return nil
+	}
+}
+
+// Exponential doubles the delay from base with every attempt up to limit, and picks
+// the delay at random in its upper half (jitter), so jobs that failed together do not
+// retry together.
+func Exponential(base, limit time.Duration) BackoffFunc {
+	return func(attempt int) time.Duration {
+		d := base
+		for i := 1; i < attempt && d < limit; i++ {
+			d *= 2
+		}
+		d = min(d, limit)
+		if d <= 1 {
+			return d
+		}
+		return d/2 + rand.N(d/2+1)
+	}
+}
+
+// Constant retries after d every time.
+func Constant(d time.Duration) BackoffFunc { return func(int) time.Duration { return d } }
+
+// Timeout bounds one run of a handler; its context ends then and the run counts as
+// failed. Default none: heartbeats keep long jobs alive, and handlers should watch
+// their context.
+func Timeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("consumer: timeout %s: want > 0", d)
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// DrainTimeout is how long Run lets running jobs finish after its context ends; then
+// their contexts are cancelled and the jobs handed back for prompt redelivery.
+// Default 30s.
+func DrainTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("consumer: drain timeout %s: want ≥ 0", d)
+		}
+		c.drainTimeout = d
+		return nil
+	}
+}
+
+// Name names the worker in job records and logs. Default host-pid.
+func Name(name string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return fmt.Errorf("consumer: empty worker name")
+		}
+		c.name = name
+		return nil
+	}
+}
+
+// Logger sets the logger. Default slog.Default(). Successful jobs log nothing;
+// reassigned jobs, dead letters and errors log one line each.
+func Logger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("consumer: nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// Unfenced turns fencing off for idempotent handlers: no claim or commit writes, a
+// plain ack after the handler returns. A superseded worker may then finish a job that
+// another worker also runs (at-least-once). Job records are written only for failures
+// and for jobs that succeed after a retry. Default off.
+func Unfenced() Option { return func(c *config) error { c.unfenced = true; return nil } }
+
+// MaxAckPending bounds the jobs handed out and not yet acknowledged across all
+// workers of the queue; set when the worker creates the consumer. It must be at least
+// the sum of every worker's concurrency (times two, for their pull buffers). Default
+// max(1000, 4×Concurrency).
+func MaxAckPending(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("consumer: max ack pending %d: want at least 1", n)
+		}
+		c.maxAckPending = n
+		return nil
+	}
+}
+
+// Use wraps the handler in middleware, the first given outermost.
+func Use(mw ...Middleware) Option {
+	return func(c *config) error { c.middleware = append(c.middleware, mw...); return nil }
+}
+
+// Replicas sets the replica count when the worker creates the queue (see
+// producer.Replicas). Default: 1 on creation, an existing queue as it is.
+func Replicas(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 5 {
+			return fmt.Errorf("consumer: replicas %d: want 1 to 5", n)
+		}
+		c.queue.Replicas = n
+		return nil
+	}
+}
+
+// MemoryStorage creates the queue in server memory if the worker creates it (see
+// producer.MemoryStorage). Default file storage.
+func MemoryStorage() Option { return func(c *config) error { c.queue.Memory = true; return nil } }

@@ -1,0 +1,33 @@
+package consumer
+
+import "sync/atomic"
+
+// Stats counts what a worker did since New. Every field only grows.
+type Stats struct {
+	Started     uint64 // handler runs started
+	Committed   uint64 // runs that succeeded and committed (acked, unfenced)
+	Retried     uint64 // runs that failed and were scheduled again
+	Dead        uint64 // jobs moved to dead letters
+	Reassigned  uint64 // commits or outcomes refused: another delivery owned the job
+	AlreadyDone uint64 // redeliveries of committed jobs, acked without running
+	Stale       uint64 // deliveries skipped because a newer one had claimed the job
+	Busy        uint64 // deliveries put back because another message with the same id was live
+	HandedBack  uint64 // jobs given back unfinished when the worker stopped
+	Heartbeats  uint64 // progress reports sent
+	Redelivered uint64 // deliveries with a delivery count above 1
+	Errors      uint64 // server errors that kept an outcome from being written (the job is redelivered)
+}
+
+type counters struct {
+	started, committed, retried, dead, reassigned, alreadyDone, stale, busy,
+	handedBack, heartbeats, redelivered, errors atomic.Uint64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Started: c.started.Load(), Committed: c.committed.Load(), Retried: c.retried.Load(),
+		Dead: c.dead.Load(), Reassigned: c.reassigned.Load(), AlreadyDone: c.alreadyDone.Load(),
+		Stale: c.stale.Load(), Busy: c.busy.Load(), HandedBack: c.handedBack.Load(),
+		Heartbeats: c.heartbeats.Load(), Redelivered: c.redelivered.Load(), Errors: c.errors.Load(),
+	}
+}

@@ -1,0 +1,68 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/workq/workq/internal/record"
+)
+
+// processUnfenced runs one delivery without claim or commit: at-least-once.
+func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
+	herr, cause := w.run(ctx, j)
+	switch {
+	case herr == nil:
+		if err := j.msg.Ack(); err != nil {
+			w.log.Warn("ack failed; the job will be redelivered", "job", j.id, "err", err)
+			return
+		}
+		w.stats.committed.Add(1)
+		if j.md.NumDelivered > 1 {
+			// A retried job has a record saying it failed: say it is done now.
+			w.putRecord(ctx, j, record.Done, nil, 0)
+		}
+	case errors.Is(cause, errDrained):
+		w.handBack(j.msg)
+	case IsPermanent(herr) || j.attempt >= j.maxAttempts:
+		reason := herr
+		if !IsPermanent(herr) {
+			reason = fmt.Errorf("%w (%d of %d): %w", ErrExhausted, j.attempt, j.maxAttempts, herr)
+		}
+		w.putRecord(ctx, j, record.Dead, reason, 0)
+		w.deadLetter(ctx, j, reason, false)
+	default:
+		delay, ok := retryDelay(herr)
+		if !ok {
+			delay = w.cfg.backoff(j.attempt)
+		}
+		w.putRecord(ctx, j, record.Retrying, herr, delay)
+		w.stats.retried.Add(1)
+		_ = j.msg.NakWithDelay(delay)
+	}
+}
+
+// putRecord writes j's record unfenced, best effort: a lost write only makes Status
+// less precise.
+func (w *Worker) putRecord(ctx context.Context, j *Job, s record.State, herr error, delay time.Duration) {
+	now := time.Now()
+	r := &record.Record{
+		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: s, Attempt: j.attempt,
+		MaxAttempts: j.maxAttempts, Delivery: j.md.NumDelivered, Sequence: j.md.Sequence.Stream,
+		Worker: &w.identity, EnqueuedAt: j.md.Timestamp,
+	}
+	if herr != nil {
+		r.LastError = herr.Error()
+	}
+	if s.Terminal() {
+		r.FinishedAt = now
+	} else {
+		r.RetryAt = now.Add(delay)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := w.records.Put(wctx, r); err != nil {
+		w.log.Debug("job record not written", "job", j.id, "err", err)
+	}
+}

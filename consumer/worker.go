@@ -1,0 +1,244 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/record"
+)
+
+// Re-exported so callers need not import the internal packages.
+var (
+	// ErrInvalidName: a queue name workq cannot use.
+	ErrInvalidName = jsx.ErrInvalidName
+	// ErrIncompatible: the queue or its consumer exists with a configuration this
+	// worker cannot use (for example another AckWait).
+	ErrIncompatible = queue.ErrIncompatible
+)
+
+// errDrained is the cause of a handler context cancelled because the worker stopped
+// and the drain timeout passed.
+var errDrained = errors.New("worker stopped: drain timeout passed")
+
+// Worker pulls jobs from one queue and runs a Handler on them.
+type Worker struct {
+	js       jetstream.JetStream
+	names    queue.Names
+	objects  *queue.Objects
+	records  record.Store
+	consumer jetstream.Consumer
+	handler  Handler
+	cfg      config
+	log      *slog.Logger
+	identity record.Worker
+	stats    counters
+	running  atomic.Bool
+}
+
+// New returns a worker for queue, creating the queue and its workers' consumer if
+// they are missing. While the server is unreachable it waits, until ctx ends.
+func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handler, opts ...Option) (*Worker, error) {
+	if h == nil {
+		return nil, errors.New("consumer: nil handler")
+	}
+	cfg := defaults()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.heartbeat == 0 {
+		cfg.heartbeat = cfg.ackWait / 3
+	}
+	if cfg.heartbeat >= cfg.ackWait {
+		return nil, fmt.Errorf("consumer: heartbeat %s must be shorter than ack wait %s", cfg.heartbeat, cfg.ackWait)
+	}
+	if cfg.maxAckPending == 0 {
+		cfg.maxAckPending = max(1000, 4*cfg.concurrency)
+	}
+	names, err := queue.NamesFor(queueName)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
+	objs, err := queue.Provision(ctx, js, names, cfg.queue)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
+	w := &Worker{
+		js: js, names: names, objects: objs, records: record.Store{KV: objs.Records},
+		handler: Chain(h, cfg.middleware...), cfg: cfg,
+		log: cfg.logger.With("queue", queueName, "worker", cfg.name),
+	}
+	host, _ := os.Hostname()
+	w.identity = record.Worker{Name: cfg.name, Host: host, PID: os.Getpid()}
+	if w.consumer, err = w.ensureConsumer(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Worker) ensureConsumer(ctx context.Context) (jetstream.Consumer, error) {
+	replicas := w.objects.Stream.CachedInfo().Config.Replicas
+	c, err := queue.EnsureConsumer(ctx, w.objects.Stream, queue.ConsumerConfig(w.names, w.cfg.ackWait, w.cfg.maxAckPending, replicas))
+	if err != nil {
+		return nil, fmt.Errorf("consumer: queue %s: %w", w.names.Queue, err)
+	}
+	return c, nil
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() Stats { return w.stats.snapshot() }
+
+// Name is the worker's name.
+func (w *Worker) Name() string { return w.cfg.name }
+
+// Run pulls and runs jobs until ctx ends, then stops pulling, lets running jobs
+// finish for up to the drain timeout, cancels the rest and hands every unfinished or
+// buffered job back for prompt redelivery. It returns nil after such a clean stop,
+// or an error if the connection was closed under it. Run may be called once at a time.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return errors.New("consumer: Run is already running")
+	}
+	defer w.running.Store(false)
+
+	f := &fetcher{w: w}
+	if err := f.open(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	// Handlers run on a context that outlives ctx until the drain timeout.
+	handlerCtx, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelHandlers(nil)
+
+	var wg sync.WaitGroup
+	errc := make(chan error, w.cfg.concurrency)
+	for range w.cfg.concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				msg, err := f.next(ctx)
+				if err != nil {
+					if ctx.Err() == nil {
+						errc <- err
+					}
+					return
+				}
+				if ctx.Err() != nil { // stopping: hand it back unstarted
+					w.handBack(msg)
+					return
+				}
+				w.process(handlerCtx, msg)
+			}
+		}()
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	stop := time.AfterFunc(w.cfg.drainTimeout, func() { cancelHandlers(errDrained) })
+	defer stop.Stop()
+	f.drain(w)
+	wg.Wait()
+	f.close()
+	if runErr != nil {
+		return fmt.Errorf("consumer: queue %s: %w", w.names.Queue, runErr)
+	}
+	return nil
+}
+
+// handBack naks a delivery that was never started so it is redelivered at once.
+func (w *Worker) handBack(msg jetstream.Msg) {
+	if err := msg.Nak(); err != nil {
+		w.log.Debug("hand back", "err", err)
+	}
+	w.stats.handedBack.Add(1)
+}
+
+// process handles one delivery on the fenced or unfenced path.
+func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
+	md, err := msg.Metadata()
+	if err != nil {
+		w.log.Error("delivery without JetStream metadata; terminating it", "subject", msg.Subject(), "err", err)
+		_ = msg.Term()
+		return
+	}
+	if md.NumDelivered > 1 {
+		w.stats.redelivered.Add(1)
+	}
+	j := w.newJob(msg, md)
+	if w.cfg.unfenced {
+		w.processUnfenced(ctx, j)
+		return
+	}
+	w.processFenced(ctx, j)
+}
+
+// run calls the handler with heartbeats going, and returns its error and the cause
+// of its context's end, if it ended.
+func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
+	hctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if w.cfg.timeout > 0 {
+		var c context.CancelFunc
+		hctx, c = context.WithTimeoutCause(hctx, w.cfg.timeout, fmt.Errorf("job %s: timeout %s passed", j.id, w.cfg.timeout))
+		defer c()
+	}
+	stop := w.heartbeat(j, cancel)
+	w.stats.started.Add(1)
+	err = safeCall(hctx, w.handler, j)
+	stop()
+	if hctx.Err() != nil {
+		cause = context.Cause(hctx)
+	}
+	return err, cause
+}
+
+// heartbeat reports progress on j every heartbeat interval until stop is called. A
+// fenced job's heartbeat first checks the claim: if another delivery has claimed the
+// job, it cancels the handler with ErrStale and stops, sending nothing.
+func (w *Worker) heartbeat(j *Job, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(w.cfg.heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			if j.claim != nil {
+				ctx, c := context.WithTimeout(context.Background(), w.cfg.heartbeat)
+				err := j.Fence(ctx)
+				c()
+				if errors.Is(err, ErrStale) {
+					cancel(err)
+					return
+				}
+			}
+			if err := j.msg.InProgress(); err == nil {
+				w.stats.heartbeats.Add(1)
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}

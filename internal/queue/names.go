@@ -1,0 +1,77 @@
+// Package queue names and provisions the JetStream objects behind a workq queue and
+// defines the wire format shared by producers and workers: subjects, headers, job ids.
+package queue
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/workq/workq/internal/jsx"
+)
+
+// Names are the JetStream objects of one queue.
+type Names struct {
+	Queue       string // the queue's name, e.g. "emails"
+	Stream      string // WORKQ_<queue>: the jobs, WorkQueue retention
+	JobsSubject string // workq.<queue>.jobs: where a plain publish is a job
+	JobsPrefix  string // workq.<queue>.jobs. : workq publishes each job under prefix+id
+	DeadStream  string // WORKQ_<queue>_DEAD: dead letters, Limits retention
+	DeadSubject string // workq.<queue>.dead
+	Bucket      string // WORKQ_<queue>_JOBS: job records, key = job id
+	Consumer    string // the durable pull consumer every worker shares
+}
+
+// ConsumerName is the durable consumer that every worker of a queue pulls from.
+const ConsumerName = "workers"
+
+// NamesFor checks the queue name and derives its objects' names.
+func NamesFor(q string) (Names, error) {
+	if err := jsx.CheckName("queue", q); err != nil {
+		return Names{}, err
+	}
+	return Names{
+		Queue:       q,
+		Stream:      "WORKQ_" + q,
+		JobsSubject: "workq." + q + ".jobs",
+		JobsPrefix:  "workq." + q + ".jobs.",
+		DeadStream:  "WORKQ_" + q + "_DEAD",
+		DeadSubject: "workq." + q + ".dead",
+		Bucket:      "WORKQ_" + q + "_JOBS",
+		Consumer:    ConsumerName,
+	}, nil
+}
+
+// JobSubject is the subject workq publishes job id to. Putting the id in the subject
+// lets Status find a job that is still queued with one per-subject lookup.
+func (n Names) JobSubject(id string) string { return n.JobsPrefix + id }
+
+// JobsFilter is the consumer's filter: the plain jobs subject and every per-job subject.
+func (n Names) JobsFilter() []string { return []string{n.JobsSubject, n.JobsPrefix + ">"} }
+
+// MaxIDLen bounds job ids; they are KV keys and subject tokens.
+const MaxIDLen = 200
+
+// CheckID checks a job id: 1 to MaxIDLen characters of [A-Za-z0-9_=/.-], not starting
+// or ending with '.', and no "..". Such an id is both a valid KV key and a valid
+// subject suffix.
+func CheckID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: job id is empty", jsx.ErrInvalidName)
+	}
+	if len(id) > MaxIDLen {
+		return fmt.Errorf("%w: job id %.20q… is longer than %d characters", jsx.ErrInvalidName, id, MaxIDLen)
+	}
+	if id[0] == '.' || id[len(id)-1] == '.' || strings.Contains(id, "..") {
+		return fmt.Errorf("%w: job id %q: '.' may not start or end it or stand twice in a row", jsx.ErrInvalidName, id)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '_' || c == '-' || c == '=' || c == '/' || c == '.'
+		if !ok {
+			return fmt.Errorf("%w: job id %q has %q at offset %d; use letters, digits and _ - = / .",
+				jsx.ErrInvalidName, id, rune(c), i)
+		}
+	}
+	return nil
+}

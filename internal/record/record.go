@@ -1,0 +1,53 @@
+// Package record defines the job record — a JSON document per job in the queue's KV
+// bucket, key = job id — and the compare-and-set operations that claim and commit it.
+// The format is public (README, "Job record") so any NATS client can read a job's state.
+package record
+
+import (
+	"time"
+)
+
+// State is where a job stands.
+type State string
+
+// The states of a job.
+const (
+	Queued   State = "queued"   // enqueued, not claimed yet (or given back by a stopping worker)
+	Running  State = "running"  // claimed by a worker that is running it
+	Retrying State = "retrying" // failed; waits for its next attempt at RetryAt
+	Done     State = "done"     // committed: the handler succeeded and its result was stored
+	Dead     State = "dead"     // failed for good; a copy is in the dead-letter stream
+)
+
+// Terminal reports whether no more attempts will be made.
+func (s State) Terminal() bool { return s == Done || s == Dead }
+
+// Worker identifies the worker that claimed a job.
+type Worker struct {
+	Name string `json:"name"`
+	Host string `json:"host"`
+	PID  int    `json:"pid"`
+}
+
+// Record is one job's state. Field names are the JSON document's keys.
+type Record struct {
+	ID          string    `json:"id"`
+	Queue       string    `json:"queue"`
+	Kind        string    `json:"kind,omitempty"`
+	State       State     `json:"state"`
+	Attempt     int       `json:"attempt"`                // runs started so far, 1 on the first run
+	MaxAttempts int       `json:"max_attempts,omitempty"` // the limit that applied to the last run
+	Delivery    uint64    `json:"delivery,omitempty"`     // JetStream delivery count of the last claim
+	Sequence    uint64    `json:"sequence"`               // stream sequence of the job message
+	Worker      *Worker   `json:"worker,omitempty"`       // who ran the last attempt
+	EnqueuedAt  time.Time `json:"enqueued_at,omitzero"`
+	StartedAt   time.Time `json:"started_at,omitzero"`  // start of the last attempt
+	FinishedAt  time.Time `json:"finished_at,omitzero"` // when it became done or dead
+	RetryAt     time.Time `json:"retry_at,omitzero"`    // when a retrying job is due again
+	LastError   string    `json:"last_error,omitempty"`
+	Result      []byte    `json:"result,omitempty"` // base64 in JSON: what the handler set
+
+	// Revision is the KV revision this record was read at or written as; for a claim
+	// it is the job's fencing token. Not part of the document.
+	Revision uint64 `json:"-"`
+}

@@ -1,0 +1,167 @@
+package kvlock
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults.
+const (
+	// DefaultBucket is the KV bucket (stream KV_WORKQ_LOCKS) that holds locks and
+	// semaphores unless the Bucket option names another.
+	DefaultBucket = "WORKQ_LOCKS"
+
+	// DefaultTTL is the lease of a lock unless the TTL option or DefaultTTL says
+	// otherwise. The lease only matters when the holder stops renewing (crash,
+	// pause, partition): a live holder renews it forever. 10 s keeps renewals rare
+	// (every ~3.3 s) while a crashed holder blocks others for at most ~10 s.
+	DefaultTTL = 10 * time.Second
+
+	// MinTTL is the shortest lease accepted. Below it a lease cannot be renewed
+	// reliably: a renewal is a round trip to the server, made every third of the lease.
+	MinTTL = 50 * time.Millisecond
+
+	// markerTTL is how long release and expiry markers stay in the bucket. While one
+	// stays, a waiter starting to watch sees the key free at once and this process
+	// re-acquires the key in one round trip; then the marker goes, so names used
+	// once (a pool of locks keyed by object id) do not accumulate.
+	markerTTL = time.Minute
+)
+
+// Option configures a Locker (New).
+type Option func(*config) error
+
+type config struct {
+	bucket     string
+	replicas   int
+	owner      string
+	defaultTTL time.Duration
+	logger     *slog.Logger
+	registerer prometheus.Registerer
+}
+
+func defaultConfig() config {
+	return config{
+		bucket:     DefaultBucket,
+		replicas:   1,
+		owner:      filepath.Base(os.Args[0]),
+		defaultTTL: DefaultTTL,
+		logger:     slog.New(slog.DiscardHandler),
+	}
+}
+
+// Bucket names the KV bucket holding the locks (letters, digits, '_' and '-').
+// Default DefaultBucket ("WORKQ_LOCKS"), so that every workq process on a server
+// shares locks without configuration; use another bucket to isolate applications.
+func Bucket(name string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return fmt.Errorf("kvlock: bucket name is empty: %w", ErrInvalidName)
+		}
+		for i := 0; i < len(name); i++ {
+			if !plainByte(name[i]) {
+				return fmt.Errorf("kvlock: bucket name %q has %q at offset %d; use only letters, digits, '_' and '-': %w",
+					name, rune(name[i]), i, ErrInvalidName)
+			}
+		}
+		c.bucket = name
+		return nil
+	}
+}
+
+// Replicas sets how many servers keep the lock bucket and limiter streams when this
+// Locker creates them (1 to 5). Default 1, which works on a single server; use 3 on
+// a cluster so that locks survive the loss of a server. An existing bucket keeps its
+// own replica count.
+func Replicas(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 5 {
+			return fmt.Errorf("kvlock: replicas %d: want 1 to 5: %w", n, ErrInvalidArgument)
+		}
+		c.replicas = n
+		return nil
+	}
+}
+
+// Owner sets the label recorded in every lock this Locker takes, next to the host
+// name and process id, so that ErrLocked and `nats kv get` say who holds a lock.
+// Default: the program's name (the base name of os.Args[0]).
+func Owner(label string) Option {
+	return func(c *config) error {
+		c.owner = label
+		return nil
+	}
+}
+
+// WithDefaultTTL sets the lease used by Acquire and TryAcquire calls without a TTL
+// option. Default DefaultTTL (10 s); see TTL for what the lease means.
+func WithDefaultTTL(d time.Duration) Option {
+	return func(c *config) error {
+		if err := checkTTL(d); err != nil {
+			return err
+		}
+		c.defaultTTL = d
+		return nil
+	}
+}
+
+// Logger sets the logger for takeovers, lost locks and failed renewals. Default: a
+// logger that discards everything, because a library should not write to a
+// program's log unless asked to.
+func Logger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("kvlock: nil logger: %w", ErrInvalidArgument)
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// Metrics registers the package's metrics on reg: workq_lock_acquire_wait_seconds,
+// workq_locks_held, workq_lock_contention_total, workq_locks_lost_total and
+// workq_limiter_decisions_total. Labels are bounded (kind, reason, result), never a
+// lock name. Several Lockers may share one registry; they then share the metrics.
+// Default: no metrics, so that nothing is registered on a registry you did not choose.
+func Metrics(reg prometheus.Registerer) Option {
+	return func(c *config) error {
+		c.registerer = reg
+		return nil
+	}
+}
+
+// AcquireOption configures one Acquire, TryAcquire or Do call.
+type AcquireOption func(*acquireConfig) error
+
+type acquireConfig struct {
+	ttl time.Duration
+}
+
+// TTL sets the lock's lease: a holder that stops renewing (it crashed, paused, or
+// lost its connection) is superseded by a waiting process within about this time,
+// and learns it has lost the lock (Lost) within it on its own clock. A live holder
+// renews automatically every third of the lease. Leases below one second work;
+// with nobody waiting, the server removes an abandoned lock after the lease rounded
+// up to whole seconds (its TTL granularity). Minimum MinTTL (50 ms). Default: the
+// Locker's default, DefaultTTL (10 s) unless WithDefaultTTL changed it.
+func TTL(d time.Duration) AcquireOption {
+	return func(c *acquireConfig) error {
+		if err := checkTTL(d); err != nil {
+			return err
+		}
+		c.ttl = d
+		return nil
+	}
+}
+
+func checkTTL(d time.Duration) error {
+	if d < MinTTL {
+		return fmt.Errorf("kvlock: ttl %s: want at least %s: %w", d, MinTTL, ErrInvalidArgument)
+	}
+	return nil
+}

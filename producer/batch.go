@@ -1,0 +1,132 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/jsx"
+)
+
+// Result is the outcome of one job of a batch: its JobInfo, or the error that kept
+// it from being stored.
+type Result struct {
+	JobInfo
+	Err error
+}
+
+// pending is a publish awaiting its acknowledgement.
+type pending struct {
+	i    int
+	msg  *nats.Msg
+	fut  jetstream.PubAckFuture
+	sent time.Time
+}
+
+// EnqueueBatch publishes jobs pipelined: up to MaxInFlight publishes await their
+// acknowledgements at once, and the batch waits for the oldest before sending more,
+// so it never outruns the server (the client's stall error never reaches callers).
+// A publish that fails transiently or is not acknowledged within AckTimeout is sent
+// again, which the job id makes safe.
+//
+// The results are in the order of jobs. The error is nil when every job was stored
+// (or was a duplicate), ErrBatch when some failed, or ctx's error when the context
+// ended — jobs whose acknowledgement had not arrived by then carry that error too,
+// though the server may have stored them; enqueuing the same batch again is safe.
+func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, error) {
+	res := make([]Result, len(jobs))
+	window := make([]pending, 0, min(p.cfg.maxInFlight, len(jobs)))
+	failed := 0
+	fail := func(i int, err error) {
+		res[i].Err = fmt.Errorf("producer: enqueue job %s on queue %s: %w", res[i].ID, p.names.Queue, err)
+		failed++
+	}
+
+	// resend publishes msg synchronously, retrying while the server is unreachable.
+	// The server dedups on the job id, so a duplicate reply may be our own earlier
+	// publish: for an id the producer generated it is not reported as a duplicate.
+	resend := func(i int, msg *nats.Msg) {
+		ack, err := p.publish(ctx, msg)
+		if err != nil {
+			fail(i, err)
+			return
+		}
+		res[i].Sequence = ack.Sequence
+		res[i].Duplicate = ack.Duplicate && jobs[i].ID != ""
+	}
+
+	// settle waits for the oldest publish in the window and records its outcome.
+	settle := func() {
+		pd := window[0]
+		window = window[1:]
+		timer := time.NewTimer(max(0, p.cfg.ackTimeout-time.Since(pd.sent)))
+		defer timer.Stop()
+		var err error
+		select {
+		case ack := <-pd.fut.Ok():
+			res[pd.i].Sequence, res[pd.i].Duplicate = ack.Sequence, ack.Duplicate
+			return
+		case err = <-pd.fut.Err():
+		case <-timer.C:
+			err = jetstream.ErrAsyncPublishTimeout
+		case <-ctx.Done():
+			fail(pd.i, ctx.Err())
+			return
+		}
+		if !jsx.Transient(err) && !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
+			fail(pd.i, err)
+			return
+		}
+		resend(pd.i, pd.msg)
+	}
+
+	for i := range jobs {
+		if ctx.Err() != nil {
+			res[i].ID = jobs[i].ID
+			fail(i, ctx.Err())
+			continue
+		}
+		j := jobs[i] // a copy: message fills in the generated id
+		msg, err := p.message(&j)
+		res[i].ID = j.ID
+		if err != nil {
+			res[i].Err = err
+			failed++
+			continue
+		}
+		for len(window) >= p.cfg.maxInFlight {
+			settle()
+		}
+		for {
+			fut, err := p.js.PublishMsgAsync(msg)
+			if err == nil {
+				window = append(window, pending{i: i, msg: msg, fut: fut, sent: time.Now()})
+				break
+			}
+			if errors.Is(err, jetstream.ErrTooManyStalledMsgs) && len(window) > 0 {
+				settle() // other publishers share the client's limit: make room and retry
+				continue
+			}
+			if errors.Is(err, jetstream.ErrTooManyStalledMsgs) || jsx.Transient(err) {
+				resend(i, msg)
+				break
+			}
+			fail(i, err)
+			break
+		}
+	}
+	for len(window) > 0 {
+		settle()
+	}
+	switch {
+	case ctx.Err() != nil && failed > 0:
+		return res, fmt.Errorf("producer: batch of %d on queue %s: %d not confirmed: %w", len(jobs), p.names.Queue, failed, ctx.Err())
+	case failed > 0:
+		return res, fmt.Errorf("producer: batch of %d on queue %s: %d failed: %w", len(jobs), p.names.Queue, failed, ErrBatch)
+	}
+	return res, nil
+}

@@ -1,0 +1,100 @@
+package producer
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/jobid"
+	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/queue"
+)
+
+// Job is one job to enqueue.
+type Job struct {
+	Payload     []byte
+	ID          string      // dedup key; generated when empty
+	Kind        string      // routing key for consumer.Mux; optional
+	Header      nats.Header // extra headers, passed to the handler
+	MaxAttempts int         // overrides the worker's limit when > 0
+}
+
+// JobInfo says where a job landed.
+type JobInfo struct {
+	ID        string
+	Sequence  uint64 // stream sequence; for a duplicate, the original's
+	Duplicate bool   // the id was enqueued within the duplicate window; nothing new was stored
+}
+
+// Enqueue publishes one job and waits for the server to store it. A transient
+// failure (server restarting, leader moving) is retried until ctx ends; the job id
+// makes retries safe.
+func (p *Producer) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (JobInfo, error) {
+	j := Job{Payload: payload}
+	for _, o := range opts {
+		o(&j)
+	}
+	msg, err := p.message(&j)
+	if err != nil {
+		return JobInfo{}, err
+	}
+	ack, err := p.publish(ctx, msg)
+	if err != nil {
+		return JobInfo{ID: j.ID}, fmt.Errorf("producer: enqueue job %s on queue %s: %w", j.ID, p.names.Queue, err)
+	}
+	return JobInfo{ID: j.ID, Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// publish publishes msg and waits for its acknowledgement, retrying transient
+// failures until ctx ends.
+func (p *Producer) publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
+	var ack *jetstream.PubAck
+	err := jsx.Retry(ctx, func(ctx context.Context) error {
+		var err error
+		ack, err = p.js.PublishMsg(ctx, msg)
+		return err
+	})
+	return ack, err
+}
+
+// message validates j, fills in a generated id, and builds its message.
+func (p *Producer) message(j *Job) (*nats.Msg, error) {
+	if j.ID == "" {
+		j.ID = jobid.New()
+	} else if err := queue.CheckID(j.ID); err != nil {
+		return nil, fmt.Errorf("producer: queue %s: %w", p.names.Queue, err)
+	}
+	if j.MaxAttempts < 0 {
+		return nil, fmt.Errorf("producer: job %s: max attempts %d: want ≥ 1 (or 0 for the worker's limit)", j.ID, j.MaxAttempts)
+	}
+	h := make(nats.Header, len(j.Header)+3)
+	for k, v := range j.Header {
+		h[k] = v
+	}
+	h.Set(queue.HeaderID, j.ID)
+	if j.Kind != "" {
+		h.Set(queue.HeaderKind, j.Kind)
+	}
+	if j.MaxAttempts > 0 {
+		h.Set(queue.HeaderMaxAttempts, strconv.Itoa(j.MaxAttempts))
+	}
+	if max := p.js.Conn().MaxPayload(); int64(len(j.Payload)+headerSize(h)) > max {
+		return nil, fmt.Errorf("producer: job %s: %w: %d bytes of payload and %d of headers, the server takes %d",
+			j.ID, ErrPayloadTooLarge, len(j.Payload), headerSize(h), max)
+	}
+	return &nats.Msg{Subject: p.names.JobSubject(j.ID), Data: j.Payload, Header: h}, nil
+}
+
+// headerSize is the size of h on the wire ("NATS/1.0\r\n", "Key: value\r\n"…, "\r\n").
+func headerSize(h nats.Header) int {
+	n := len("NATS/1.0\r\n\r\n")
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(": ") + len(v) + len("\r\n")
+		}
+	}
+	return n
+}

@@ -1,0 +1,111 @@
+package producer
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/workq/workq/internal/queue"
+)
+
+// Option configures a Producer.
+type Option func(*config) error
+
+type config struct {
+	queue       queue.Config
+	maxInFlight int
+	ackTimeout  time.Duration
+}
+
+// Replicas sets the replica count of the queue's streams and bucket when this
+// producer creates them, and is checked against them when they exist. Default: 1 on
+// creation; an existing queue is taken as it is. Use 3 on a cluster.
+func Replicas(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 5 {
+			return fmt.Errorf("producer: replicas %d: want 1 to 5", n)
+		}
+		c.queue.Replicas = n
+		return nil
+	}
+}
+
+// MemoryStorage keeps the queue in server memory: faster, but jobs are lost when the
+// server restarts. Default: file storage.
+func MemoryStorage() Option { return func(c *config) error { c.queue.Memory = true; return nil } }
+
+// DuplicateWindow sets how long a job id is remembered for dedup when this producer
+// creates the queue. Default 2 minutes, the server's own default: long enough to cover
+// a client's retries, short enough that the server's dedup index stays small.
+func DuplicateWindow(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Second {
+			return fmt.Errorf("producer: duplicate window %s: want at least 1s", d)
+		}
+		c.queue.Duplicates = d
+		return nil
+	}
+}
+
+// RecordTTL sets how long job records live after their last write when this producer
+// creates the queue. Default 24 hours: long enough to look a finished job up the next
+// day, short enough that the bucket does not grow without bound.
+func RecordTTL(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Second {
+			return fmt.Errorf("producer: record TTL %s: want at least 1s", d)
+		}
+		c.queue.RecordTTL = d
+		return nil
+	}
+}
+
+// MaxInFlight bounds how many publishes of one EnqueueBatch await the server's
+// acknowledgement at once. Default 1024: enough to keep a loopback or LAN link busy,
+// well under the client's own limit of 4000 where publishes would stall.
+func MaxInFlight(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("producer: max in flight %d: want at least 1", n)
+		}
+		c.maxInFlight = n
+		return nil
+	}
+}
+
+// AckTimeout is how long a batched publish may wait for its acknowledgement before
+// it is sent again (safe: the job id deduplicates). Default 5 seconds.
+func AckTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("producer: ack timeout %s: want > 0", d)
+		}
+		c.ackTimeout = d
+		return nil
+	}
+}
+
+// EnqueueOption configures one Enqueue.
+type EnqueueOption func(*Job)
+
+// ID sets the job id, the dedup key. Ids are 1 to 200 characters of letters, digits
+// and _ - = / . (not starting or ending with '.'). Default: a generated unique id
+// that sorts by time.
+func ID(id string) EnqueueOption { return func(j *Job) { j.ID = id } }
+
+// Kind sets the job's kind, which consumer.Mux routes on. Default: none.
+func Kind(kind string) EnqueueOption { return func(j *Job) { j.Kind = kind } }
+
+// Header adds a header to the job message; handlers read it with Job.Header.
+func Header(key, value string) EnqueueOption {
+	return func(j *Job) {
+		if j.Header == nil {
+			j.Header = nats.Header{}
+		}
+		j.Header.Add(key, value)
+	}
+}
+
+// MaxAttempts overrides the worker's attempt limit for this job. Default: the worker's.
+func MaxAttempts(n int) EnqueueOption { return func(j *Job) { j.MaxAttempts = n } }

@@ -1,0 +1,60 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/record"
+)
+
+// Errors callers can test with errors.Is.
+var (
+	// ErrInvalidName: a queue name or job id that workq cannot use.
+	ErrInvalidName = jsx.ErrInvalidName
+	// ErrIncompatible: the queue exists with a configuration workq cannot use.
+	ErrIncompatible = queue.ErrIncompatible
+	// ErrPayloadTooLarge: the job does not fit in the server's max payload.
+	ErrPayloadTooLarge = errors.New("job too large for the server's max payload")
+	// ErrNotFound: no job with that id is queued or recorded.
+	ErrNotFound = errors.New("job not found")
+	// ErrBatch: some jobs of a batch failed; each Result says which and why.
+	ErrBatch = errors.New("some jobs of the batch failed")
+)
+
+// Producer enqueues jobs onto one queue. It is safe for concurrent use.
+type Producer struct {
+	js      jetstream.JetStream
+	names   queue.Names
+	objects *queue.Objects
+	records record.Store
+	cfg     config
+}
+
+// New returns a producer for queue, creating the queue's streams and bucket if they
+// are missing. While the server is unreachable it waits, until ctx ends.
+func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...Option) (*Producer, error) {
+	cfg := config{maxInFlight: 1024, ackTimeout: 5 * time.Second}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	names, err := queue.NamesFor(queueName)
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	objs, err := queue.Provision(ctx, js, names, cfg.queue)
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	return &Producer{js: js, names: names, objects: objs, records: record.Store{KV: objs.Records}, cfg: cfg}, nil
+}
+
+// Queue is the queue's name.
+func (p *Producer) Queue() string { return p.names.Queue }

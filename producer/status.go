@@ -1,0 +1,73 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/record"
+)
+
+// Record is a job's record, the JSON document stored under the job id in the queue's
+// bucket WORKQ_<queue>_JOBS (see the README's "Job record").
+type Record = record.Record
+
+// State is where a job stands.
+type State = record.State
+
+// The states Status reports.
+const (
+	StateQueued   = record.Queued
+	StateRunning  = record.Running
+	StateRetrying = record.Retrying
+	StateDone     = record.Done
+	StateDead     = record.Dead
+)
+
+// Status returns the record of job id. A job that is enqueued but not yet claimed
+// has no record in the bucket; Status finds its message in the stream and reports it
+// queued. An id that is neither queued nor recorded is ErrNotFound (records expire
+// after the queue's record TTL, 24 hours by default).
+func (p *Producer) Status(ctx context.Context, id string) (*Record, error) {
+	if err := queue.CheckID(id); err != nil {
+		return nil, fmt.Errorf("producer: status on queue %s: %w", p.names.Queue, err)
+	}
+	// Record, then stream, then record again: a worker may claim and finish the job
+	// between the first two reads.
+	for range 2 {
+		rec, err := p.records.Get(ctx, id)
+		if err == nil {
+			return rec, nil
+		}
+		if !errors.Is(err, record.ErrNotFound) {
+			return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
+		}
+		msg, err := p.objects.Stream.GetLastMsgForSubject(ctx, p.names.JobSubject(id))
+		if err == nil {
+			return queuedRecord(p.names.Queue, id, msg), nil
+		}
+		if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
+		}
+	}
+	return nil, fmt.Errorf("producer: job %s on queue %s: %w", id, p.names.Queue, ErrNotFound)
+}
+
+func queuedRecord(q, id string, msg *jetstream.RawStreamMsg) *Record {
+	r := &Record{
+		ID:         id,
+		Queue:      q,
+		Kind:       msg.Header.Get(queue.HeaderKind),
+		State:      record.Queued,
+		Sequence:   msg.Sequence,
+		EnqueuedAt: msg.Time,
+	}
+	if n, err := strconv.Atoi(msg.Header.Get(queue.HeaderMaxAttempts)); err == nil {
+		r.MaxAttempts = n
+	}
+	return r
+}
