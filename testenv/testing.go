@@ -114,3 +114,14 @@ func newJS(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 	}
 	return js
 }
+
+// StartProxy runs a fault-injection Proxy to target for the test.
+func StartProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	p, err := NewProxy(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}

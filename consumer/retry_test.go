@@ -1,0 +1,216 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/producer"
+	"github.com/workq/workq/testenv"
+)
+
+// deadLetters reads every message of the queue's dead-letter stream.
+func deadLetters(t *testing.T, js jetstream.JetStream, q string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := ctxFor(t, 10*time.Second)
+	s, err := js.Stream(ctx, "WORKQ_"+q+"_DEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Failed attempts are retried after the backoff's delay (measured between runs, with
+// tolerance), and the record shows the error while the job waits.
+func TestRetryWaitsForBackoff(t *testing.T) {
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	const q = "retry"
+	p := newProducer(t, js, q)
+	const delay = 400 * time.Millisecond
+	var mu sync.Mutex
+	var starts []time.Time
+	var asked []int
+	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		mu.Lock()
+		defer mu.Unlock()
+		starts = append(starts, time.Now())
+		if j.Attempt() < 3 {
+			return errors.New("flaky " + strconv.Itoa(j.Attempt()))
+		}
+		return nil
+	}), consumer.Backoff(func(a int) time.Duration {
+		mu.Lock()
+		asked = append(asked, a)
+		mu.Unlock()
+		return delay * time.Duration(a) // 400ms, then 800ms
+	}))
+	runWorker(t, w)
+	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("r1")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "first failure recorded", func() bool {
+		r := status(t, p, "r1")
+		return r.State == producer.StateRetrying && r.LastError == "flaky 1" && !r.RetryAt.IsZero()
+	})
+	eventually(t, 10*time.Second, "the job to succeed", func() bool { return status(t, p, "r1").State == producer.StateDone })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(starts) != 3 || len(asked) != 2 || asked[0] != 1 || asked[1] != 2 {
+		t.Fatalf("runs %d, backoff asked for %v", len(starts), asked)
+	}
+	for i, want := range []time.Duration{delay, 2 * delay} {
+		got := starts[i+1].Sub(starts[i])
+		if got < want || got > want+500*time.Millisecond {
+			t.Errorf("gap before attempt %d = %s, want %s (+500ms tolerance)", i+2, got, want)
+		}
+	}
+	if r := status(t, p, "r1"); r.Attempt != 3 || r.LastError != "flaky 2" {
+		t.Fatalf("final record %+v", r)
+	}
+}
+
+// A job that keeps failing goes to dead letters after MaxAttempts, with headers that
+// say which job it was, how many attempts, the last error and where it came from;
+// the original leaves the jobs stream.
+func TestExhaustedJobIsDeadLettered(t *testing.T) {
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	const q = "exhaust"
+	p := newProducer(t, js, q)
+	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		return errors.New("boom at " + strconv.Itoa(j.Attempt()))
+	}), consumer.MaxAttempts(3), consumer.Backoff(consumer.Constant(10*time.Millisecond)))
+	runWorker(t, w)
+	info, err := p.Enqueue(ctxFor(t, 5*time.Second), []byte("payload"), producer.ID("e1"), producer.Kind("k"), producer.Header("X-Trace", "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "dead letter", func() bool { return len(deadLetters(t, js, q)) == 1 })
+	m := deadLetters(t, js, q)[0]
+	want := map[string]string{
+		"Workq-Job-Id": "e1", "Workq-Attempts": "3", "Workq-Queue": q,
+		"Workq-Original-Subject": "workq." + q + ".jobs.e1", "Workq-Original-Sequence": strconv.FormatUint(info.Sequence, 10),
+		"Workq-Kind": "k", "X-Trace": "t1",
+	}
+	for k, v := range want {
+		if got := m.Header.Get(k); got != v {
+			t.Errorf("dead letter header %s = %q, want %q", k, got, v)
+		}
+	}
+	if e := m.Header.Get("Workq-Error"); !strings.Contains(e, "attempts exhausted") || !strings.Contains(e, "boom at 3") {
+		t.Errorf("Workq-Error = %q", e)
+	}
+	if string(m.Data) != "payload" {
+		t.Errorf("dead letter payload %q", m.Data)
+	}
+	eventually(t, 5*time.Second, "the original to leave the stream", func() bool { return pendingMessages(t, js, q) == 0 })
+	if r := status(t, p, "e1"); r.State != producer.StateDead || r.Attempt != 3 {
+		t.Fatalf("record %+v", r)
+	}
+	if s := w.Stats(); s.Dead != 1 || s.Retried != 2 || s.Started != 3 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// Permanent goes to dead letters at attempt 1; RetryAfter overrides the backoff; a
+// per-job MaxAttempts overrides the worker's.
+func TestPermanentRetryAfterAndJobLimit(t *testing.T) {
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	const q = "outcomes"
+	p := newProducer(t, js, q)
+	var mu sync.Mutex
+	starts := map[string][]time.Time{}
+	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		mu.Lock()
+		starts[j.ID()] = append(starts[j.ID()], time.Now())
+		mu.Unlock()
+		switch j.ID() {
+		case "perm":
+			return consumer.Permanent(errors.New("bad request"))
+		case "later":
+			if j.Attempt() == 1 {
+				return consumer.RetryAfter(300*time.Millisecond, errors.New("rate limited"))
+			}
+			return nil
+		default: // "limit": fails until its own limit of 2
+			return errors.New("nope")
+		}
+	}), consumer.Backoff(consumer.Constant(time.Hour)), consumer.MaxAttempts(10))
+	runWorker(t, w)
+	ctx := ctxFor(t, 5*time.Second)
+	for _, id := range []string{"perm", "later"} {
+		if _, err := p.Enqueue(ctx, nil, producer.ID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Enqueue(ctx, nil, producer.ID("limit"), producer.MaxAttempts(1)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "outcomes", func() bool {
+		return status(t, p, "perm").State == producer.StateDead && status(t, p, "later").State == producer.StateDone &&
+			status(t, p, "limit").State == producer.StateDead
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if n := len(starts["perm"]); n != 1 {
+		t.Errorf("permanent error ran %d times", n)
+	}
+	if r := status(t, p, "perm"); !strings.Contains(r.LastError, "bad request") || r.Attempt != 1 {
+		t.Errorf("perm record %+v", r)
+	}
+	if s := starts["later"]; len(s) != 2 || s[1].Sub(s[0]) < 300*time.Millisecond || s[1].Sub(s[0]) > time.Second {
+		t.Errorf("RetryAfter(300ms) runs %v", s)
+	}
+	if n := len(starts["limit"]); n != 1 {
+		t.Errorf("job with MaxAttempts(1) ran %d times", n)
+	}
+	if n := len(deadLetters(t, js, q)); n != 2 {
+		t.Errorf("%d dead letters, want 2", n)
+	}
+}
+
+// A panicking handler is an error carrying the stack; the worker survives and the job
+// is retried and can succeed.
+func TestPanicIsRecovered(t *testing.T) {
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	const q = "panic"
+	p := newProducer(t, js, q)
+	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		if j.Attempt() == 1 {
+			var m map[string]int
+			m["x"]++ // nil map write: a real runtime panic
+		}
+		return nil
+	}), consumer.Backoff(consumer.Constant(10*time.Millisecond)))
+	runWorker(t, w)
+	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("p1")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the retry to succeed", func() bool { return status(t, p, "p1").State == producer.StateDone })
+	r := status(t, p, "p1")
+	if r.Attempt != 2 || !strings.Contains(r.LastError, "handler panicked") || !strings.Contains(r.LastError, "goroutine") {
+		t.Fatalf("record %+v", r)
+	}
+}

@@ -1,0 +1,270 @@
+package consumer_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/producer"
+	"github.com/workq/workq/testenv"
+)
+
+// proxiedJS connects through a fault-injection proxy to env.
+func proxiedJS(t *testing.T, env *testenv.Env) (jetstream.JetStream, *testenv.Proxy) {
+	t.Helper()
+	px := testenv.StartProxy(t, env.URL())
+	nc, err := nats.Connect(px.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, px
+}
+
+// pendingMessages is how many jobs the queue's stream still holds.
+func pendingMessages(t *testing.T, js jetstream.JetStream, q string) uint64 {
+	t.Helper()
+	s, err := js.Stream(ctxFor(t, 5*time.Second), "WORKQ_"+q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctxFor(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// A worker cut off from the server past AckWait loses its job to another worker. When
+// it comes back and finishes, its commit is refused and logged as reassigned, it does
+// not ack (the job stays in the stream while the new owner runs it), and the new owner
+// commits the only result.
+func TestStalledWorkerCommitIsRefused(t *testing.T) {
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	jsA, px := proxiedJS(t, env)
+	const q = "stall"
+	p := newProducer(t, js, q)
+	opts := []consumer.Option{consumer.AckWait(time.Second), consumer.Concurrency(1)}
+
+	aStarted, aRelease := make(chan uint64, 1), make(chan struct{})
+	logsA := &logRecorder{}
+	wA, err := consumer.New(ctxFor(t, 10*time.Second), jsA, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		aStarted <- j.FencingToken()
+		<-aRelease
+		j.SetResult([]byte("A"))
+		return nil
+	}), append(opts, consumer.Name("A"), consumer.Logger(slog.New(logsA)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, wA)
+	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), []byte("x"), producer.ID("job-1")); err != nil {
+		t.Fatal(err)
+	}
+	tokenA := <-aStarted
+	px.Pause() // A is now cut off: no heartbeat reaches the server
+
+	bStarted, bRelease := make(chan uint64, 1), make(chan struct{})
+	wB := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		bStarted <- j.FencingToken()
+		<-bRelease
+		j.SetResult([]byte("B"))
+		return nil
+	}), append(opts, consumer.Name("B"))...)
+	runWorker(t, wB)
+	var tokenB uint64
+	select {
+	case tokenB = <-bStarted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("job was not redelivered to B after A stopped heartbeating")
+	}
+	if tokenB <= tokenA {
+		t.Fatalf("B's fencing token %d is not above A's %d", tokenB, tokenA)
+	}
+	if r := status(t, p, "job-1"); r.State != producer.StateRunning || r.Worker.Name != "B" || r.Attempt != 2 {
+		t.Fatalf("record while B runs: %+v", r)
+	}
+
+	// A comes back and finishes while B still runs.
+	close(aRelease)
+	px.Resume()
+	eventually(t, 10*time.Second, "A's commit to be refused", func() bool { return wA.Stats().Reassigned == 1 })
+	if !logsA.has("job job-1 was reassigned") {
+		t.Fatalf("A did not log the reassignment; logs: %v", logsA.msgs)
+	}
+	// A neither committed nor acked: the job is still in the stream, still B's.
+	if n := pendingMessages(t, js, q); n != 1 {
+		t.Fatalf("stream holds %d jobs after A's refused commit, want 1 (B still runs it)", n)
+	}
+	if r := status(t, p, "job-1"); r.State != producer.StateRunning || r.Worker.Name != "B" {
+		t.Fatalf("record after A's refused commit: %+v", r)
+	}
+
+	close(bRelease)
+	eventually(t, 10*time.Second, "B's commit", func() bool { return status(t, p, "job-1").State == producer.StateDone })
+	eventually(t, 10*time.Second, "the job to leave the stream", func() bool { return pendingMessages(t, js, q) == 0 })
+	r := status(t, p, "job-1")
+	if string(r.Result) != "B" || r.Worker.Name != "B" || r.Revision <= tokenB {
+		t.Fatalf("final record %+v", r)
+	}
+	if sa, sb := wA.Stats(), wB.Stats(); sa.Committed != 0 || sb.Committed != 1 {
+		t.Fatalf("commits: A %d, B %d; want 0 and 1", sa.Committed, sb.Committed)
+	}
+}
+
+// A superseded worker learns it from its heartbeat: its handler's context ends with
+// ErrStale as the cause, and whatever it returns is not committed.
+func TestSupersededHandlerContextIsCancelled(t *testing.T) {
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	jsA, px := proxiedJS(t, env)
+	const q = "cancel"
+	p := newProducer(t, js, q)
+	opts := []consumer.Option{consumer.AckWait(time.Second), consumer.Concurrency(1)}
+
+	aStarted, aCause := make(chan struct{}, 1), make(chan error, 1)
+	wA := newWorker(t, jsA, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		aStarted <- struct{}{}
+		<-ctx.Done()
+		aCause <- context.Cause(ctx)
+		return nil // pretend it finished anyway: the commit must still be refused
+	}), append(opts, consumer.Name("A"))...)
+	runWorker(t, wA)
+	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("c1")); err != nil {
+		t.Fatal(err)
+	}
+	<-aStarted
+	px.Pause()
+	wB := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		j.SetResult([]byte("B"))
+		return nil
+	}), append(opts, consumer.Name("B"))...)
+	runWorker(t, wB)
+	eventually(t, 10*time.Second, "B's commit", func() bool { return status(t, p, "c1").State == producer.StateDone })
+	px.Resume()
+	select {
+	case cause := <-aCause:
+		if !errors.Is(cause, consumer.ErrStale) {
+			t.Fatalf("A's context ended with %v, want ErrStale", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("A's handler context was not cancelled after it lost the job")
+	}
+	eventually(t, 5*time.Second, "A to count the reassignment", func() bool { return wA.Stats().Reassigned == 1 })
+	if r := status(t, p, "c1"); string(r.Result) != "B" {
+		t.Fatalf("result %q, want B's", r.Result)
+	}
+}
+
+// A worker killed mid-job (its connection gone) loses the job after AckWait; another
+// worker runs it as attempt 2 and commits.
+func TestKilledWorkerJobIsRedelivered(t *testing.T) {
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	ncA := env.Conn(t)
+	jsA, err := jetstream.New(ncA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const q = "killed"
+	p := newProducer(t, js, q)
+	opts := []consumer.Option{consumer.AckWait(time.Second), consumer.Concurrency(1)}
+	aStarted := make(chan struct{}, 1)
+	wA := newWorker(t, jsA, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		aStarted <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}), append(opts, consumer.Name("A"), consumer.DrainTimeout(0))...)
+	ctxA, stopA := context.WithCancel(context.Background())
+	doneA := make(chan error, 1)
+	go func() { doneA <- wA.Run(ctxA) }()
+	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("k1")); err != nil {
+		t.Fatal(err)
+	}
+	<-aStarted
+	ncA.Close() // the process "dies": nothing more from A reaches the server
+	stopA()
+	<-doneA
+
+	var attempts []int
+	wB := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		attempts = append(attempts, j.Attempt())
+		return nil
+	}), append(opts, consumer.Name("B"))...)
+	stopB := runWorker(t, wB)
+	eventually(t, 10*time.Second, "B's commit", func() bool { return status(t, p, "k1").State == producer.StateDone })
+	stopB()
+	if len(attempts) != 1 || attempts[0] != 2 {
+		t.Fatalf("B ran attempts %v, want [2]", attempts)
+	}
+}
+
+// A worker that committed but crashed before its ack landed: the job is redelivered,
+// the record says done, and the job is acked without running again. The crashed
+// worker is played by a raw pull from the queue's consumer that writes the committed
+// record (in the documented format) and never acks.
+func TestCommittedButUnackedJobIsNotRunAgain(t *testing.T) {
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	const q = "unacked"
+	p := newProducer(t, js, q)
+	ran := make(chan string, 1)
+	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		ran <- j.ID()
+		return nil
+	}), consumer.AckWait(time.Second), consumer.Concurrency(1))
+	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("u1")); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx := ctxFor(t, 20*time.Second)
+	cons, err := js.Consumer(ctx, "WORKQ_"+q, "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := <-batch.Messages()
+	if msg == nil {
+		t.Fatal("no delivery for the crashed worker")
+	}
+	md, _ := msg.Metadata()
+	kv, err := js.KeyValue(ctx, "WORKQ_"+q+"_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := producer.Record{ID: "u1", Queue: q, State: producer.StateDone, Attempt: 1, Delivery: md.NumDelivered,
+		Sequence: md.Sequence.Stream, Result: []byte("first"), FinishedAt: time.Now()}
+	b, _ := json.Marshal(rec)
+	if _, err := kv.Create(ctx, "u1", b); err != nil {
+		t.Fatal(err)
+	}
+	// ...and the crashed worker never acks.
+
+	stop := runWorker(t, w)
+	eventually(t, 10*time.Second, "the redelivery to be acked", func() bool { return w.Stats().AlreadyDone == 1 })
+	eventually(t, 5*time.Second, "the job to leave the stream", func() bool { return pendingMessages(t, js, q) == 0 })
+	stop()
+	select {
+	case id := <-ran:
+		t.Fatalf("handler ran job %s again after it was committed", id)
+	default:
+	}
+	if r := status(t, p, "u1"); r.State != producer.StateDone || string(r.Result) != "first" {
+		t.Fatalf("record changed: %+v", r)
+	}
+}
