@@ -27,6 +27,8 @@ type Locker struct {
 	log      *slog.Logger
 	metrics  *metrics
 	freeRevs *revCache
+
+	onGranted func(*Lock) // test hook, set before use
 }
 
 // New provisions the lock bucket (a KV bucket with History 1 and limit markers, so
@@ -37,13 +39,16 @@ func New(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Locker, 
 	if js == nil {
 		return nil, fmt.Errorf("kvlock: new: nil JetStream: %w", ErrInvalidArgument)
 	}
+	if ctx == nil {
+		return nil, fmt.Errorf("kvlock: new: nil context: %w", ErrInvalidArgument)
+	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
 			continue
 		}
 		if err := o(&cfg); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("kvlock: new: %w", err)
 		}
 	}
 	m, err := newMetrics(cfg.registerer)

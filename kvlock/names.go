@@ -18,10 +18,10 @@ const MaxNameLen = 512
 // appears in a plain name, so the mapping is one-to-one.
 func lockKey(kind, name string) (string, error) {
 	if name == "" {
-		return "", fmt.Errorf("kvlock: %s name is empty: %w", kind, ErrInvalidName)
+		return "", fmt.Errorf("%s name is empty: %w", kind, ErrInvalidName)
 	}
 	if len(name) > MaxNameLen {
-		return "", fmt.Errorf("kvlock: %s name %q… is %d bytes, longer than %d: %w",
+		return "", fmt.Errorf("%s name %q… is %d bytes, longer than %d: %w",
 			kind, truncate(name, 32), len(name), MaxNameLen, ErrInvalidName)
 	}
 	for i := 0; i < len(name); i++ {

@@ -61,11 +61,11 @@ func defaultConfig() config {
 func Bucket(name string) Option {
 	return func(c *config) error {
 		if name == "" {
-			return fmt.Errorf("kvlock: bucket name is empty: %w", ErrInvalidName)
+			return fmt.Errorf("bucket name is empty: %w", ErrInvalidName)
 		}
 		for i := 0; i < len(name); i++ {
 			if !plainByte(name[i]) {
-				return fmt.Errorf("kvlock: bucket name %q has %q at offset %d; use only letters, digits, '_' and '-': %w",
+				return fmt.Errorf("bucket name %q has %q at offset %d; use only letters, digits, '_' and '-': %w",
 					name, rune(name[i]), i, ErrInvalidName)
 			}
 		}
@@ -81,7 +81,7 @@ func Bucket(name string) Option {
 func Replicas(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > 5 {
-			return fmt.Errorf("kvlock: replicas %d: want 1 to 5: %w", n, ErrInvalidArgument)
+			return fmt.Errorf("replicas %d: want 1 to 5: %w", n, ErrInvalidArgument)
 		}
 		c.replicas = n
 		return nil
@@ -116,7 +116,7 @@ func WithDefaultTTL(d time.Duration) Option {
 func Logger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("kvlock: nil logger: %w", ErrInvalidArgument)
+			return fmt.Errorf("nil logger: %w", ErrInvalidArgument)
 		}
 		c.logger = l
 		return nil
@@ -139,7 +139,23 @@ func Metrics(reg prometheus.Registerer) Option {
 type AcquireOption func(*acquireConfig) error
 
 type acquireConfig struct {
-	ttl time.Duration
+	ttl     time.Duration
+	noRenew bool
+}
+
+// NoRenew makes the lock a fixed lease: it is not renewed, and frees itself one TTL
+// after it was granted whether or not anyone calls Release — for code that never
+// releases its locks. A waiter that was already watching is granted the lock about
+// one TTL after the grant (sub-second TTLs work); one that starts watching later
+// waits at most one TTL from then; with nobody waiting the server removes it after
+// the TTL rounded up to whole seconds. The holder's Lost closes and Context ends
+// (cause ErrLost) when the lease ends; Release before that frees it early.
+// Default: locks are renewed until released.
+func NoRenew() AcquireOption {
+	return func(c *acquireConfig) error {
+		c.noRenew = true
+		return nil
+	}
 }
 
 // TTL sets the lock's lease: a holder that stops renewing (it crashed, paused, or
@@ -161,7 +177,7 @@ func TTL(d time.Duration) AcquireOption {
 
 func checkTTL(d time.Duration) error {
 	if d < MinTTL {
-		return fmt.Errorf("kvlock: ttl %s: want at least %s: %w", d, MinTTL, ErrInvalidArgument)
+		return fmt.Errorf("ttl %s: want at least %s: %w", d, MinTTL, ErrInvalidArgument)
 	}
 	return nil
 }

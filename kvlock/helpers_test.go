@@ -1,0 +1,122 @@
+package kvlock
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// newTestLocker creates a Locker on js, failing the test on error.
+func newTestLocker(t testing.TB, js jetstream.JetStream, opts ...Option) *Locker {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := New(ctx, js, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return l
+}
+
+// ctxT is a context that ends with the test or after d.
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually waits until cond holds, failing the test after d.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// closedWithin reports whether ch closes within d.
+func closedWithin(ch <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// release releases lk, failing the test on error.
+func release(t testing.TB, lk *Lock) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := lk.Release(ctx); err != nil {
+		t.Fatalf("release %q token %d: %v", lk.Name(), lk.Token(), err)
+	}
+}
+
+// waitForWatchers waits until the lock bucket has n consumers: waiters that have
+// started watching (each Acquire that waits runs one watch).
+func waitForWatchers(t testing.TB, l *Locker, n int) {
+	t.Helper()
+	eventually(t, 10*time.Second, fmt.Sprintf("%d watching waiters", n), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		info, err := l.stream.Info(ctx)
+		return err == nil && info.State.Consumers == n
+	})
+}
+
+func jsKVConfig(bucket string) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{Bucket: bucket, History: 1}
+}
+
+// gather flattens a registry into name{label values} → value (histograms: _count).
+func gather(t testing.TB, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var lv []string
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() != "kind" || mf.GetName() != "workq_locks_held" && mf.GetName() != "workq_lock_contention_total" {
+					lv = append(lv, lp.GetValue())
+				}
+			}
+			name := mf.GetName()
+			if len(lv) > 0 {
+				name += "{" + strings.Join(lv, ",") + "}"
+			}
+			switch {
+			case m.GetCounter() != nil:
+				out[name] += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				out[name] += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				out[strings.Replace(name, "{", "_count{", 1)] += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,230 @@
+package kvlock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/workq/workq/testenv"
+)
+
+func TestBadInput(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	l := newTestLocker(t, js)
+	ctx := ctxT(t, 20*time.Second)
+
+	//lint:ignore SA1012 nil context is the bad input under test
+	if _, err := New(nil, js); !errors.Is(err, ErrInvalidArgument) { //nolint:staticcheck
+		t.Errorf("New(nil ctx): %v", err)
+	}
+	if _, err := New(ctx, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("New(nil js): %v", err)
+	}
+	for _, o := range []Option{Bucket(""), Bucket("a.b"), Bucket("a b")} {
+		if _, err := New(ctx, js, o); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("New with a bad bucket: %v, want ErrInvalidName", err)
+		}
+	}
+	for _, o := range []Option{Replicas(0), Replicas(-1), Replicas(7), WithDefaultTTL(0), WithDefaultTTL(-time.Second), Logger(nil)} {
+		if _, err := New(ctx, js, o); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("New with a bad option: %v, want ErrInvalidArgument", err)
+		}
+	}
+
+	for _, name := range []string{"", strings.Repeat("x", MaxNameLen+1)} {
+		if _, err := l.Acquire(ctx, name); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("Acquire(%.10q…): %v, want ErrInvalidName", name, err)
+		}
+		if _, err := l.TryAcquire(ctx, name); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("TryAcquire(%.10q…): %v, want ErrInvalidName", name, err)
+		}
+		if err := l.Do(ctx, name, func(context.Context, uint64) error { return nil }); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("Do(%.10q…): %v, want ErrInvalidName", name, err)
+		}
+		if _, err := l.Semaphore(name, 2); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("Semaphore(%.10q…): %v, want ErrInvalidName", name, err)
+		}
+	}
+	for _, d := range []time.Duration{0, -time.Second, MinTTL - 1} {
+		if _, err := l.Acquire(ctx, "x", TTL(d)); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Acquire TTL %s: %v, want ErrInvalidArgument", d, err)
+		}
+		if _, err := l.TryAcquire(ctx, "x", TTL(d)); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("TryAcquire TTL %s: %v, want ErrInvalidArgument", d, err)
+		}
+	}
+	for _, n := range []int{0, -1, MaxSemaphoreSize + 1} {
+		if _, err := l.Semaphore("s", n); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Semaphore size %d: %v, want ErrInvalidArgument", n, err)
+		}
+	}
+	if err := l.Do(ctx, "x", nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Do(nil fn): %v", err)
+	}
+	//lint:ignore SA1012 nil context is the bad input under test
+	if _, err := l.Acquire(nil, "x"); !errors.Is(err, ErrInvalidArgument) { //nolint:staticcheck
+		t.Errorf("Acquire(nil ctx): %v", err)
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.Acquire(cancelled, "x"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Acquire with a cancelled context: %v", err)
+	}
+	if _, err := l.TryAcquire(cancelled, "x"); !errors.Is(err, context.Canceled) {
+		t.Errorf("TryAcquire with a cancelled context: %v", err)
+	}
+	if _, err := New(cancelled, js); !errors.Is(err, context.Canceled) {
+		t.Errorf("New with a cancelled context: %v", err)
+	}
+	if _, err := l.Limiter(cancelled, "lim", 1, time.Second); !errors.Is(err, context.Canceled) {
+		t.Errorf("Limiter with a cancelled context: %v", err)
+	}
+	ran := false
+	if err := l.Do(cancelled, "x", func(context.Context, uint64) error { ran = true; return nil }); !errors.Is(err, context.Canceled) || ran {
+		t.Errorf("Do with a cancelled context: %v (ran %v)", err, ran)
+	}
+	lk, err := l.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Release(cancelled); !errors.Is(err, context.Canceled) {
+		t.Errorf("Release with a cancelled context: %v", err)
+	}
+	if !lk.Held() {
+		t.Error("Release with a cancelled context dropped the lock")
+	}
+	release(t, lk) // the lock is still held: a real Release works
+	t.Logf("example errors: %v / %v", func() error { _, err := l.Acquire(ctx, ""); return err }(),
+		func() error { _, err := l.Acquire(ctx, "x", TTL(time.Millisecond)); return err }())
+}
+
+// Any string is a valid lock name; names that differ map to different keys.
+func TestNamesAnyString(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	l := newTestLocker(t, env.JetStream(t))
+	ctx := ctxT(t, 20*time.Second)
+	names := []string{"plain-Name_1", "user:42", "user_42", "s3://bucket/key", "a.b", "a b", "ünïcödé ✓",
+		"*", ">", "=", "\x00\xff", strings.Repeat("long", MaxNameLen/4)}
+	var held []*Lock
+	keys := map[string]string{}
+	for _, n := range names {
+		lk, err := l.TryAcquire(ctx, n)
+		if err != nil {
+			t.Fatalf("TryAcquire(%q): %v", n, err)
+		}
+		if prev, dup := keys[lk.key]; dup {
+			t.Fatalf("%q and %q share key %q", n, prev, lk.key)
+		}
+		keys[lk.key] = n
+		held = append(held, lk)
+	}
+	for _, lk := range held {
+		if _, err := l.TryAcquire(ctx, lk.Name()); !errors.Is(err, ErrLocked) {
+			t.Fatalf("second TryAcquire(%q): %v", lk.Name(), err)
+		}
+		release(t, lk)
+	}
+	if k, _ := lockKey(kindLock, "plain-Name_1"); k != "plain-Name_1" {
+		t.Errorf("plain name encoded as %q", k)
+	}
+}
+
+// An existing bucket without limit markers is refused with a clear error.
+func TestBucketWithoutLimitMarkers(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	ctx := ctxT(t, 20*time.Second)
+	if _, err := js.CreateKeyValue(ctx, jsKVConfig("PLAIN")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(ctx, js, Bucket("PLAIN"))
+	if !errors.Is(err, ErrBucketConfig) {
+		t.Fatalf("New on a bucket without limit markers: %v, want ErrBucketConfig", err)
+	}
+	t.Log(err)
+}
+
+// Do hands fn the token and a context that ends when the lock is lost; a loss while
+// fn runs is reported as ErrLost.
+func TestDoReportsLoss(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	l := newTestLocker(t, env.JetStream(t))
+	w := newTestLocker(t, env.JetStream(t))
+	ctx := ctxT(t, 20*time.Second)
+	const lease = 200 * time.Millisecond
+	var token uint64
+	var held *Lock
+	l.onGranted = func(lk *Lock) { held = lk }
+	err := l.Do(ctx, "doomed", func(fctx context.Context, tok uint64) error {
+		token = tok
+		held.paused.Store(true) // the holder freezes: its lease runs out
+		select {
+		case <-fctx.Done():
+			if !errors.Is(context.Cause(fctx), ErrLost) {
+				t.Errorf("fn context cause %v, want ErrLost", context.Cause(fctx))
+			}
+			return nil
+		case <-time.After(5 * time.Second):
+			return errors.New("fn context did not end when the lock was lost")
+		}
+	}, TTL(lease))
+	l.onGranted = nil
+	if !errors.Is(err, ErrLost) {
+		t.Fatalf("Do after a loss: %v, want ErrLost", err)
+	}
+	if token == 0 {
+		t.Fatal("fn got no token")
+	}
+	// A plain Do returns fn's error and releases.
+	boom := errors.New("boom")
+	if err := l.Do(ctx, "plain", func(context.Context, uint64) error { return boom }); !errors.Is(err, boom) || errors.Is(err, ErrLost) {
+		t.Fatalf("Do returning an error: %v", err)
+	}
+	lk, err := w.TryAcquire(ctx, "plain")
+	if err != nil {
+		t.Fatalf("Do did not release: %v", err)
+	}
+	release(t, lk)
+}
+
+func TestMetrics(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	reg := prometheus.NewRegistry()
+	a := newTestLocker(t, env.JetStream(t), Metrics(reg))
+	b := newTestLocker(t, env.JetStream(t), Metrics(reg)) // shares the collectors
+	ctx := ctxT(t, 20*time.Second)
+	lk, err := a.Acquire(ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.TryAcquire(ctx, "m"); !errors.Is(err, ErrLocked) {
+		t.Fatal(err)
+	}
+	lim, err := b.Limiter(ctx, "m", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim.Allow(ctx) //nolint:errcheck
+	lim.Allow(ctx) //nolint:errcheck
+	got := gather(t, reg)
+	for name, want := range map[string]float64{
+		"workq_locks_held":                            1,
+		"workq_lock_contention_total":                 1,
+		"workq_limiter_decisions_total{allowed}":      1,
+		"workq_limiter_decisions_total{rejected}":     1,
+		"workq_lock_acquire_wait_seconds_count{lock}": 1,
+	} {
+		if got[name] != want {
+			t.Errorf("%s = %v, want %v (all: %v)", name, got[name], want, got)
+		}
+	}
+	release(t, lk)
+	if got := gather(t, reg); got["workq_locks_held"] != 0 {
+		t.Errorf("held after release: %v", got["workq_locks_held"])
+	}
+}

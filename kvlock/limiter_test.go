@@ -1,0 +1,210 @@
+package kvlock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workq/workq/testenv"
+)
+
+type permit struct{ sent, acked time.Time }
+
+// worstWindow returns the most permits certainly granted within any window of
+// length w. A permit was granted by the server somewhere between its request being
+// sent and its reply arriving, so every permit whose whole [sent, acked] interval
+// lies inside [t, t+w) was certainly granted in that window.
+func worstWindow(ps []permit, w time.Duration) int {
+	slices.SortFunc(ps, func(a, b permit) int { return a.sent.Compare(b.sent) })
+	worst := 0
+	for i := range ps {
+		end := ps[i].sent.Add(w)
+		count := 0
+		for _, p := range ps[i:] {
+			if !p.sent.Before(end) {
+				break
+			}
+			if p.acked.Before(end) {
+				count++
+			}
+		}
+		worst = max(worst, count)
+	}
+	return worst
+}
+
+func checkWindows(t *testing.T, ps []permit, n int, w time.Duration) {
+	t.Helper()
+	worst := worstWindow(ps, w)
+	if worst > n {
+		t.Errorf("%d permits within one %s window (limit %d)", worst, w, n)
+	}
+	t.Logf("at most %d permits in any %s window (limit %d)", worst, w, n)
+}
+
+// The window check itself can fail.
+func TestWorstWindow(t *testing.T) {
+	base := time.Now()
+	at := func(ms int) permit {
+		s := base.Add(time.Duration(ms) * time.Millisecond)
+		return permit{s, s.Add(time.Millisecond)}
+	}
+	ps := []permit{at(0), at(10), at(600), at(610), at(1200)}
+	if got := worstWindow(ps, 500*time.Millisecond); got != 2 {
+		t.Fatalf("worst %d, want 2", got)
+	}
+	ps = append(ps, at(620))
+	if got := worstWindow(ps, 500*time.Millisecond); got != 3 {
+		t.Fatalf("worst %d, want 3", got)
+	}
+}
+
+// runLimiter has three connections with several goroutines each ask for permits as
+// fast as the limiter admits them for d, and returns the permits granted.
+func runLimiter(t *testing.T, env *testenv.Env, name string, n int, w, d time.Duration, useAllow bool) []permit {
+	t.Helper()
+	ctx := ctxT(t, d+30*time.Second)
+	var (
+		mu  sync.Mutex
+		ps  []permit
+		wg  sync.WaitGroup
+		end = time.Now().Add(d)
+	)
+	for range 3 {
+		l := newTestLocker(t, env.JetStream(t))
+		lim, err := l.Limiter(ctx, name, n, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(end) {
+					sent := time.Now()
+					if useAllow {
+						ok, after, err := lim.Allow(ctx)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if !ok {
+							if after <= 0 || after > w {
+								t.Errorf("retryAfter %s outside (0, %s]", after, w)
+							}
+							time.Sleep(after) // back off as told
+							continue
+						}
+					} else {
+						wctx, cancel := context.WithDeadline(ctx, end)
+						err := lim.Wait(wctx)
+						cancel()
+						if err != nil {
+							if errors.Is(err, context.DeadlineExceeded) {
+								return
+							}
+							t.Error(err)
+							return
+						}
+					}
+					mu.Lock()
+					ps = append(ps, permit{sent, time.Now()})
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return ps
+}
+
+// n permits per window over many windows across three connections: never more than
+// n in any window, and close to n per window under high demand.
+func TestLimiterNPerWindow(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	const n, w, d = 5, 500 * time.Millisecond, 3 * time.Second
+	ps := runLimiter(t, env, "api", n, w, d, false)
+	checkWindows(t, ps, n, w)
+	max := n * int(d/w)
+	t.Logf("%d permits in %s (ideal ≈ %d)", len(ps), d, max)
+	if len(ps) < max*7/10 {
+		t.Errorf("only %d permits in %s, want close to %d", len(ps), d, max)
+	}
+}
+
+// A sub-second window, with Allow and its retry hint. The server's expiry check runs
+// at most every 250 ms, which bounds throughput for windows that short.
+func TestLimiterSubSecondWindowAllow(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	const n, w, d = 2, 200 * time.Millisecond, 2 * time.Second
+	ps := runLimiter(t, env, "fast", n, w, d, true)
+	checkWindows(t, ps, n, w)
+	ideal := n * int(d/(250*time.Millisecond))
+	t.Logf("%d permits in %s (ideal ≈ %d at the server's 250 ms expiry granularity)", len(ps), d, ideal)
+	if len(ps) < ideal/2 {
+		t.Errorf("only %d permits in %s", len(ps), d)
+	}
+}
+
+func TestLimiterConfigAndErrors(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	l := newTestLocker(t, env.JetStream(t))
+	ctx := ctxT(t, 20*time.Second)
+	lim, err := l.Limiter(ctx, "cfg", 2, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lim.Name() != "cfg" || lim.Rate() != 2 || lim.Window() != time.Second {
+		t.Fatalf("limiter %s %d %s", lim.Name(), lim.Rate(), lim.Window())
+	}
+	if _, err := l.Limiter(ctx, "cfg", 2, time.Second); err != nil {
+		t.Fatalf("same limiter again: %v", err)
+	}
+	if _, err := l.Limiter(ctx, "cfg", 3, time.Second); !errors.Is(err, ErrLimiterConfig) {
+		t.Fatalf("other rate: %v, want ErrLimiterConfig", err)
+	}
+	for range 2 {
+		if ok, _, err := lim.Allow(ctx); !ok || err != nil {
+			t.Fatalf("Allow: %v %v", ok, err)
+		}
+	}
+	ok, after, err := lim.Allow(ctx)
+	if ok || err != nil || after <= 0 || after > time.Second {
+		t.Fatalf("third Allow: ok %v after %s err %v; want rejected with a retry hint", ok, after, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := lim.Wait(wctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait beyond its deadline: %v", err)
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	ccancel()
+	if _, _, err := lim.Allow(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Allow with a cancelled context: %v", err)
+	}
+	if err := lim.Wait(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait with a cancelled context: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		n    int
+		w    time.Duration
+		want error
+	}{
+		{"", 1, time.Second, ErrInvalidName},
+		{"a.b", 1, time.Second, ErrInvalidName},
+		{"a b", 1, time.Second, ErrInvalidName},
+		{"ok", 0, time.Second, ErrInvalidArgument},
+		{"ok", -1, time.Second, ErrInvalidArgument},
+		{"ok", 1, 0, ErrInvalidArgument},
+		{"ok", 1, -time.Second, ErrInvalidArgument},
+		{"ok", 1, 50 * time.Millisecond, ErrInvalidArgument},
+	} {
+		if _, err := l.Limiter(ctx, tc.name, tc.n, tc.w); !errors.Is(err, tc.want) {
+			t.Errorf("Limiter(%q, %d, %s): %v, want %v", tc.name, tc.n, tc.w, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package kvlock
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/workq/workq/testenv"
+)
+
+// Held locks and their tokens survive a server restart (file storage): the holder
+// reconnects and keeps renewing, others stay locked out, and later tokens are higher.
+func TestLockSurvivesServerRestart(t *testing.T) {
+	env := testenv.Start(t) // file storage
+	holder := newTestLocker(t, env.JetStream(t), Owner("holder"))
+	other := newTestLocker(t, env.JetStream(t))
+	ctx := ctxT(t, 60*time.Second)
+
+	lk, err := holder.Acquire(ctx, "durable", TTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Restart(t)
+
+	// The holder renews on the restarted server.
+	eventually(t, 15*time.Second, "a renewal after the restart", func() bool {
+		lk.mu.Lock()
+		rev := lk.rev
+		lk.mu.Unlock()
+		return rev > lk.Token()
+	})
+	if !lk.Held() || isClosed(lk.Lost()) {
+		t.Fatal("holder lost its lock across the restart")
+	}
+	_, err = other.TryAcquire(ctx, "durable")
+	var le *LockedError
+	if !errors.As(err, &le) || len(le.Holders) != 1 || le.Holders[0].Owner != "holder" {
+		t.Fatalf("after restart: %v, want locked by holder", err)
+	}
+	release(t, lk)
+	lk2, err := other.Acquire(ctx, "durable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lk2.Token() <= lk.Token() {
+		t.Fatalf("token %d after restart, before %d", lk2.Token(), lk.Token())
+	}
+	release(t, lk2)
+
+	// An Acquire made while the server is down waits for it.
+	env.Stop()
+	got := make(chan error, 1)
+	go func() {
+		lk, err := other.Acquire(ctx, "during-outage")
+		if err == nil {
+			err = lk.Release(ctx)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("Acquire returned while the server was down: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	env.Restart(t)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("Acquire across the outage: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Acquire did not complete after the server came back")
+	}
+}
+
+// A locker created while the server is down waits for it, within its context.
+func TestNewWaitsForServer(t *testing.T) {
+	port, err := testenv.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://127.0.0.1:" + strconv.Itoa(port)
+	nc, err := nats.Connect(url, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
+		nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// With no server at all, New gives up when its context ends.
+	sctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err = New(sctx, js)
+	cancel()
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("New without a server: %v, want a deadline error", err)
+	}
+
+	// Started before the server, New returns once the server is up.
+	ctx := ctxT(t, 30*time.Second)
+	type result struct {
+		l   *Locker
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := New(ctx, js)
+		done <- result{l, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("New returned without a server: %v", r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	testenv.Start(t, testenv.Port(port), testenv.MemoryStore())
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("New after the server started: %v", r.err)
+	}
+	lk, err := r.l.Acquire(ctx, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release(t, lk)
+}
