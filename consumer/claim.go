@@ -23,34 +23,26 @@ const (
 	exhausted                  // the last allowed attempt never finished: dead-letter
 )
 
+// fresh is the claim this delivery writes, following prev's attempts if prev is the
+// same message's record. Its Revision is 0 until it is written.
+func (w *Worker) fresh(j *Job, prev *record.Record) *record.Record {
+	r := &record.Record{
+		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: record.Running, Attempt: 1,
+		MaxAttempts: j.maxAttempts, Delivery: j.md.NumDelivered, Sequence: j.md.Sequence.Stream,
+		Worker: &w.identity, EnqueuedAt: j.md.Timestamp, StartedAt: time.Now(),
+	}
+	if prev != nil {
+		r.Attempt, r.LastError = prev.Attempt+1, prev.LastError
+	}
+	return r
+}
+
 // claim reads and writes the job record to decide what this delivery does. On runIt
-// j.claim is the written claim (its revision is the fencing token); on exhausted it is
-// the record to dead-letter from.
+// j.claim is the written claim (its revision is the fencing token); on exhausted and
+// alreadyDead it is the record found.
 func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 	delivery, seq := j.md.NumDelivered, j.md.Sequence.Stream
-	fresh := func(prev *record.Record) *record.Record {
-		r := &record.Record{
-			ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: record.Running, Attempt: 1,
-			MaxAttempts: j.maxAttempts, Delivery: delivery, Sequence: seq,
-			Worker: &w.identity, EnqueuedAt: j.md.Timestamp, StartedAt: time.Now(),
-		}
-		if prev != nil {
-			r.Attempt, r.LastError = prev.Attempt+1, prev.LastError
-		}
-		return r
-	}
-	// The first delivery of a job usually finds no record: create it in one round trip.
-	if delivery == 1 {
-		r := fresh(nil)
-		err := w.records.Create(ctx, r)
-		if err == nil {
-			j.claim = r
-			return runIt, nil
-		}
-		if !errors.Is(err, record.ErrConflict) {
-			return 0, err
-		}
-	}
+	fresh := func(prev *record.Record) *record.Record { return w.fresh(j, prev) }
 	for range 8 {
 		prev, err := w.records.Get(ctx, j.id)
 		var next *record.Record

@@ -22,9 +22,10 @@ import (
 // copy's message id makes that idempotent within the duplicate window.
 func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence bool) {
 	if fence {
-		next := *j.claim
-		next.State, next.LastError, next.FinishedAt, next.RetryAt = record.Dead, reason.Error(), time.Now(), time.Time{}
-		if err := w.update(ctx, j, &next); err != nil {
+		err := w.update(ctx, j, func(next *record.Record) {
+			next.State, next.LastError, next.FinishedAt, next.RetryAt = record.Dead, reason.Error(), time.Now(), time.Time{}
+		})
+		if err != nil {
 			w.outcomeFailed(j, "dead-letter", err)
 			return
 		}
@@ -45,7 +46,7 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 	if err := j.msg.Term(); err != nil {
 		w.log.Warn("terminating dead job", "job", j.id, "err", err)
 	}
-	if fence || j.claim == nil {
+	if fence || !j.fenced {
 		w.stats.dead.Add(1)
 		w.log.Warn(fmt.Sprintf("job %s moved to dead letters", j.id), "job", j.id, "attempt", j.attempt, "reason", firstLine(reason))
 	}

@@ -13,7 +13,7 @@ import (
 // processFenced claims, runs and commits one delivery (see the package doc).
 func (w *Worker) processFenced(ctx context.Context, j *Job) {
 	wctx, cancel := w.writeContext(ctx)
-	v, err := w.claim(wctx, j)
+	v, err := w.claimDelivery(wctx, j)
 	cancel()
 	if err != nil {
 		// Without a claim nothing may run; the delivery comes back after AckWait.
@@ -45,16 +45,39 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 	}
 	j.attempt = j.claim.Attempt
 	herr, cause := w.run(ctx, j)
-	switch {
-	case errors.Is(cause, ErrStale):
-		w.reassigned(j, "handler cancelled")
-	case herr == nil:
-		w.commit(ctx, j)
-	case errors.Is(cause, errDrained):
-		w.giveBack(j)
-	default:
-		w.fail(ctx, j, herr)
+	w.background(func() {
+		switch {
+		case errors.Is(cause, ErrStale):
+			w.reassigned(j, "handler cancelled")
+		case herr == nil:
+			w.commit(ctx, j)
+		case errors.Is(cause, errDrained):
+			w.giveBack(j)
+		default:
+			w.fail(ctx, j, herr)
+		}
+	})
+}
+
+// claimDelivery decides what this delivery does. A first delivery needs no read: no
+// earlier delivery of the message exists, so it may run at once and write its claim
+// after ClaimDelay (or at commit, which is then a create that fails if any later
+// delivery has claimed the job meanwhile). Redeliveries claim before they run.
+func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
+	if j.md.NumDelivered != 1 {
+		return w.claim(ctx, j)
 	}
+	j.claim = w.fresh(j, nil)
+	if w.cfg.claimDelay > 0 {
+		return runIt, nil
+	}
+	_, err := j.ensureClaimed(ctx)
+	if errors.Is(err, ErrStale) {
+		// The id has a record already: another message with this id, most likely.
+		j.claim, j.lost = nil, false
+		return w.claim(ctx, j)
+	}
+	return runIt, err
 }
 
 // writeContext bounds the record writes of one outcome: they retry while the server
@@ -63,24 +86,58 @@ func (w *Worker) writeContext(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ackWait)
 }
 
-// update writes next over the claim by compare-and-set, retrying transient errors.
-// It returns record.ErrConflict if the claim was overwritten.
-func (w *Worker) update(ctx context.Context, j *Job, next *record.Record) error {
+// update writes the claim, as change edits a copy of it, by compare-and-set,
+// retrying transient errors.
+// A claim that was never written is created instead, which fails the same way if a
+// later delivery has claimed the job. It returns record.ErrConflict if the job was
+// claimed by another delivery.
+func (w *Worker) update(ctx context.Context, j *Job, change func(next *record.Record)) error {
 	wctx, cancel := w.writeContext(ctx)
 	defer cancel()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.lost {
+		return fmt.Errorf("%w: job %s", record.ErrConflict, j.id)
+	}
+	next := *j.claim
+	change(&next)
 	prev := j.claim.Revision
-	err := jsx.Retry(wctx, func(c context.Context) error { return w.records.Update(c, next, prev) })
-	if err == nil {
-		j.claim = next
+	err := jsx.Retry(wctx, func(c context.Context) error {
+		if prev == 0 {
+			return w.createOver(c, j, &next)
+		}
+		return w.records.Update(c, &next, prev)
+	})
+	switch {
+	case err == nil:
+		j.claim = &next
+	case errors.Is(err, record.ErrConflict):
+		j.loseLocked()
 	}
 	return err
 }
 
+// createOver creates next as the job's first record, or replaces a finished record
+// left by an earlier message with the same id (enqueued again after the duplicate
+// window, or requeued from dead letters).
+func (w *Worker) createOver(ctx context.Context, j *Job, next *record.Record) error {
+	err := w.records.Create(ctx, next)
+	if !errors.Is(err, record.ErrConflict) {
+		return err
+	}
+	old, gerr := w.records.Get(ctx, j.id)
+	if gerr != nil || old.Sequence == next.Sequence || !old.State.Terminal() {
+		return err
+	}
+	return w.records.Update(ctx, next, old.Revision)
+}
+
 // commit writes the job done with its result, fenced on the claim, then acks.
 func (w *Worker) commit(ctx context.Context, j *Job) {
-	next := *j.claim
-	next.State, next.Result, next.FinishedAt, next.RetryAt = record.Done, j.result, time.Now(), time.Time{}
-	if err := w.update(ctx, j, &next); err != nil {
+	err := w.update(ctx, j, func(next *record.Record) {
+		next.State, next.Result, next.FinishedAt, next.RetryAt = record.Done, j.result, time.Now(), time.Time{}
+	})
+	if err != nil {
 		w.outcomeFailed(j, "commit", err)
 		return
 	}
@@ -121,9 +178,10 @@ func (w *Worker) fail(ctx context.Context, j *Job, herr error) {
 	if !ok {
 		delay = w.cfg.backoff(j.attempt)
 	}
-	next := *j.claim
-	next.State, next.LastError, next.RetryAt = record.Retrying, herr.Error(), time.Now().Add(delay)
-	if err := w.update(ctx, j, &next); err != nil {
+	err := w.update(ctx, j, func(next *record.Record) {
+		next.State, next.LastError, next.RetryAt = record.Retrying, herr.Error(), time.Now().Add(delay)
+	})
+	if err != nil {
 		w.outcomeFailed(j, "record retry", err)
 		return
 	}
@@ -134,9 +192,10 @@ func (w *Worker) fail(ctx context.Context, j *Job, herr error) {
 // giveBack returns a job whose run was cut short by the worker stopping: its attempt
 // is not counted and it is redelivered at once.
 func (w *Worker) giveBack(j *Job) {
-	next := *j.claim
-	next.State, next.Attempt = record.Queued, max(0, next.Attempt-1)
-	if err := w.update(context.Background(), j, &next); err != nil {
+	err := w.update(context.Background(), j, func(next *record.Record) {
+		next.State, next.Attempt = record.Queued, max(0, next.Attempt-1)
+	})
+	if err != nil {
 		w.outcomeFailed(j, "hand back", err)
 		return
 	}
@@ -159,5 +218,5 @@ func (w *Worker) outcomeFailed(j *Job, what string, err error) {
 func (w *Worker) reassigned(j *Job, why string) {
 	w.stats.reassigned.Add(1)
 	w.log.Warn(fmt.Sprintf("job %s was reassigned", j.id), "job", j.id, "attempt", j.attempt,
-		"token", j.FencingToken(), "why", why)
+		"token", j.token(), "why", why)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,13 +25,18 @@ type Job struct {
 	kind        string
 	maxAttempts int
 	attempt     int
-	claim       *record.Record // fenced: the record as this worker claimed it
 	result      []byte
+	fenced      bool
+
+	mu     sync.Mutex
+	claim  *record.Record          // fenced: this run's claim; Revision 0 until written
+	lost   bool                    // a write over the claim found it taken by another delivery
+	cancel context.CancelCauseFunc // ends the handler's context; nil before it runs
 }
 
 func (w *Worker) newJob(msg jetstream.Msg, md *jetstream.MsgMetadata) *Job {
 	h := msg.Headers()
-	j := &Job{w: w, msg: msg, md: md, kind: h.Get(queue.HeaderKind), maxAttempts: w.cfg.maxAttempts}
+	j := &Job{w: w, msg: msg, md: md, kind: h.Get(queue.HeaderKind), maxAttempts: w.cfg.maxAttempts, fenced: !w.cfg.unfenced}
 	j.id = jobID(w.names, msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
 	if n, err := strconv.Atoi(h.Get(queue.HeaderMaxAttempts)); err == nil && n > 0 {
 		j.maxAttempts = n
@@ -79,12 +85,60 @@ func (j *Job) EnqueuedAt() time.Time { return j.md.Timestamp }
 
 // FencingToken is the revision of this run's claim on the job record: it grows with
 // every claim of the job, so a resource that remembers the highest token it has seen
-// can refuse writes from a superseded run. 0 for unfenced workers.
+// can refuse writes from a superseded run. A first attempt's claim is written lazily
+// (see ClaimDelay); the first call writes it if it is not yet. 0 for unfenced workers,
+// and for a run that has lost the job (its context then ends with ErrStale).
 func (j *Job) FencingToken() uint64 {
+	if !j.fenced {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), j.w.cfg.ackWait)
+	defer cancel()
+	rev, _ := j.ensureClaimed(ctx)
+	return rev
+}
+
+// token is the claim's revision as it stands, without writing anything.
+func (j *Job) token() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.claim == nil {
 		return 0
 	}
 	return j.claim.Revision
+}
+
+// ensureClaimed writes the claim if it is not written yet and returns its revision.
+// If another delivery got there first the job is lost: ErrStale, and the handler's
+// context is cancelled.
+func (j *Job) ensureClaimed(ctx context.Context) (uint64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.lost {
+		return 0, ErrStale
+	}
+	if j.claim.Revision != 0 {
+		return j.claim.Revision, nil
+	}
+	c := *j.claim
+	err := j.w.records.Create(ctx, &c)
+	if errors.Is(err, record.ErrConflict) {
+		j.loseLocked()
+		return 0, ErrStale
+	}
+	if err != nil {
+		return 0, err
+	}
+	j.claim = &c
+	return c.Revision, nil
+}
+
+// loseLocked marks the job lost and cancels its handler. j.mu is held.
+func (j *Job) loseLocked() {
+	j.lost = true
+	if j.cancel != nil {
+		j.cancel(ErrStale)
+	}
 }
 
 // SetResult sets the bytes stored as the job's result when it commits.
@@ -94,8 +148,12 @@ func (j *Job) SetResult(b []byte) { j.result = b }
 // if another delivery has claimed it since. Call it before an irreversible step.
 // Unfenced workers always get nil.
 func (j *Job) Fence(ctx context.Context) error {
-	if j.claim == nil {
+	if !j.fenced {
 		return nil
+	}
+	token, err := j.ensureClaimed(ctx)
+	if err != nil {
+		return fmt.Errorf("job %s: fence: %w", j.id, err)
 	}
 	rec, err := j.w.records.Get(ctx, j.id)
 	if errors.Is(err, record.ErrNotFound) {
@@ -104,7 +162,7 @@ func (j *Job) Fence(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("job %s: fence: %w", j.id, err)
 	}
-	if rec.Revision != j.claim.Revision {
+	if rec.Revision != token {
 		return fmt.Errorf("job %s: claimed again by %s (attempt %d): %w", j.id, workerName(rec), rec.Attempt, ErrStale)
 	}
 	return nil

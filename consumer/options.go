@@ -26,6 +26,7 @@ type config struct {
 	logger        *slog.Logger
 	unfenced      bool
 	maxAckPending int
+	claimDelay    time.Duration
 	middleware    []Middleware
 	queue         queue.Config
 }
@@ -38,6 +39,7 @@ func defaults() config {
 		maxAttempts:  10,
 		backoff:      Exponential(time.Second, 5*time.Minute),
 		drainTimeout: 30 * time.Second,
+		claimDelay:   10 * time.Millisecond,
 		name:         host + "-" + strconv.Itoa(os.Getpid()),
 		logger:       slog.Default(),
 	}
@@ -126,6 +128,23 @@ func Exponential(base, limit time.Duration) BackoffFunc {
 
 // Constant retries after d every time.
 func Constant(d time.Duration) BackoffFunc { return func(int) time.Duration { return d } }
+
+// ClaimDelay is how long the first attempt of a job runs before its claim is written
+// to the job record. A job that finishes sooner writes its record once, at commit —
+// as a create that fails if any later delivery has claimed the job, so fencing holds
+// — which halves the writes per job. Until then Status reports the job queued, and
+// the first call to Job.FencingToken or Job.Fence writes the claim at once.
+// Redeliveries always claim before they run. 0 claims every attempt before it runs.
+// Default 10ms.
+func ClaimDelay(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("consumer: claim delay %s: want ≥ 0", d)
+		}
+		c.claimDelay = d
+		return nil
+	}
+}
 
 // Timeout bounds one run of a handler; its context ends then and the run counts as
 // failed. Default none: heartbeats keep long jobs alive, and handlers should watch

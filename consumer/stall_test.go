@@ -194,6 +194,10 @@ func TestKilledWorkerJobIsRedelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-aStarted
+	eventually(t, 5*time.Second, "A's claim", func() bool {
+		r, err := p.Status(ctxFor(t, 5*time.Second), "k1")
+		return err == nil && r.State == producer.StateRunning && r.Worker.Name == "A"
+	})
 	ncA.Close() // the process "dies": nothing more from A reaches the server
 	stopA()
 	<-doneA

@@ -43,6 +43,9 @@ type Worker struct {
 	identity record.Worker
 	stats    counters
 	running  atomic.Bool
+
+	finishing chan struct{}  // bounds background outcome writes
+	finishers sync.WaitGroup // background outcome writes in progress
 }
 
 // New returns a worker for queue, creating the queue and its workers' consumer if
@@ -75,7 +78,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	w := &Worker{
-		js: js, names: names, objects: objs, records: record.Store{KV: objs.Records},
+		js: js, names: names, objects: objs, records: record.Store{JS: js, KV: objs.Records, Bucket: names.Bucket},
 		handler: Chain(h, cfg.middleware...), cfg: cfg,
 		log: cfg.logger.With("queue", queueName, "worker", cfg.name),
 	}
@@ -112,54 +115,53 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer w.running.Store(false)
 
-	f := &fetcher{w: w}
-	if err := f.open(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
 	// Handlers run on a context that outlives ctx until the drain timeout.
 	handlerCtx, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelHandlers(nil)
 
-	var wg sync.WaitGroup
-	errc := make(chan error, w.cfg.concurrency)
+	// Each of the concurrency goroutines is a handler slot: it takes a delivery,
+	// claims and runs it. Fenced outcomes (commit, confirmed ack) are written in the
+	// background so the slot moves on at once; finishing bounds how many are pending.
+	w.finishing = make(chan struct{}, 4*w.cfg.concurrency)
+	jobs := make(chan jetstream.Msg)
+	slotCtx, stopSlots := context.WithCancel(ctx) // also ends if fetching fails for good
+	defer stopSlots()
+	var slots sync.WaitGroup
 	for range w.cfg.concurrency {
-		wg.Add(1)
+		slots.Add(1)
 		go func() {
-			defer wg.Done()
+			defer slots.Done()
 			for {
-				msg, err := f.next(ctx)
-				if err != nil {
-					if ctx.Err() == nil {
-						errc <- err
-					}
+				select {
+				case msg := <-jobs:
+					w.process(handlerCtx, msg)
+				case <-slotCtx.Done():
 					return
 				}
-				if ctx.Err() != nil { // stopping: hand it back unstarted
-					w.handBack(msg)
-					return
-				}
-				w.process(handlerCtx, msg)
 			}
 		}()
 	}
+	fetchErr := w.fetch(ctx, jobs)
+	stopSlots()
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
-	}
 	stop := time.AfterFunc(w.cfg.drainTimeout, func() { cancelHandlers(errDrained) })
 	defer stop.Stop()
-	f.drain(w)
-	wg.Wait()
-	f.close()
-	if runErr != nil {
-		return fmt.Errorf("consumer: queue %s: %w", w.names.Queue, runErr)
+	slots.Wait()
+	w.finishers.Wait()
+	if fetchErr != nil {
+		return fmt.Errorf("consumer: queue %s: %w", w.names.Queue, fetchErr)
 	}
 	return nil
+}
+
+// background runs fn off the handler slot, bounded by the finishing semaphore.
+func (w *Worker) background(fn func()) {
+	w.finishing <- struct{}{}
+	w.finishers.Add(1)
+	go func() {
+		defer func() { <-w.finishing; w.finishers.Done() }()
+		fn()
+	}()
 }
 
 // handBack naks a delivery that was never started so it is redelivered at once.
@@ -199,9 +201,25 @@ func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 		hctx, c = context.WithTimeoutCause(hctx, w.cfg.timeout, fmt.Errorf("job %s: timeout %s passed", j.id, w.cfg.timeout))
 		defer c()
 	}
+	j.mu.Lock()
+	j.cancel = cancel
+	j.mu.Unlock()
 	stop := w.heartbeat(j, cancel)
+	var claimTimer *time.Timer
+	if j.fenced && j.token() == 0 {
+		// A first attempt that outlives ClaimDelay writes its claim, so Status shows it
+		// running and a redelivery knows to fence it out.
+		claimTimer = time.AfterFunc(w.cfg.claimDelay, func() {
+			cctx, c := context.WithTimeout(context.Background(), w.cfg.ackWait)
+			defer c()
+			_, _ = j.ensureClaimed(cctx)
+		})
+	}
 	w.stats.started.Add(1)
 	err = safeCall(hctx, w.handler, j)
+	if claimTimer != nil {
+		claimTimer.Stop()
+	}
 	stop()
 	if hctx.Err() != nil {
 		cause = context.Cause(hctx)
@@ -211,34 +229,36 @@ func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 
 // heartbeat reports progress on j every heartbeat interval until stop is called. A
 // fenced job's heartbeat first checks the claim: if another delivery has claimed the
-// job, it cancels the handler with ErrStale and stops, sending nothing.
+// job, it cancels the handler with ErrStale and stops, sending nothing. It runs on a
+// timer, not a goroutine of its own: most jobs finish before the first beat.
 func (w *Worker) heartbeat(j *Job, cancel context.CancelCauseFunc) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(w.cfg.heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	t = time.AfterFunc(w.cfg.heartbeat, func() {
+		if j.fenced {
+			ctx, c := context.WithTimeout(context.Background(), w.cfg.heartbeat)
+			err := j.Fence(ctx)
+			c()
+			if errors.Is(err, ErrStale) {
+				cancel(err)
 				return
-			case <-t.C:
-			}
-			if j.claim != nil {
-				ctx, c := context.WithTimeout(context.Background(), w.cfg.heartbeat)
-				err := j.Fence(ctx)
-				c()
-				if errors.Is(err, ErrStale) {
-					cancel(err)
-					return
-				}
-			}
-			if err := j.msg.InProgress(); err == nil {
-				w.stats.heartbeats.Add(1)
 			}
 		}
-	}()
-	return func() { close(done); wg.Wait() }
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if err := j.msg.InProgress(); err == nil {
+			w.stats.heartbeats.Add(1)
+		}
+		t.Reset(w.cfg.heartbeat)
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
 }

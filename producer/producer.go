@@ -53,7 +53,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	return &Producer{js: js, names: names, objects: objs, records: record.Store{KV: objs.Records}, cfg: cfg}, nil
+	return &Producer{js: js, names: names, objects: objs, records: record.Store{JS: js, KV: objs.Records, Bucket: names.Bucket}, cfg: cfg}, nil
 }
 
 // Queue is the queue's name.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jsx"
@@ -18,8 +19,14 @@ var ErrNotFound = errors.New("no job record")
 var ErrConflict = errors.New("job record changed")
 
 // Store reads and writes job records in a KV bucket.
+//
+// Writes are publishes to the bucket's subject with an expected last sequence for the
+// key, sent asynchronously: many jobs' claims and commits then share the connection's
+// writes and the server's replies instead of each waiting out its own round trip.
 type Store struct {
-	KV jetstream.KeyValue
+	JS     jetstream.JetStream
+	KV     jetstream.KeyValue
+	Bucket string
 }
 
 // Get reads the record of id with its revision.
@@ -39,28 +46,20 @@ func (s Store) Get(ctx context.Context, id string) (*Record, error) {
 	return &r, nil
 }
 
-// Create writes r if id has no live record; r.Revision is set to the new revision.
+// Create writes r if id has no live record; r.Revision is set to the new revision. It
+// fails with ErrConflict otherwise.
 func (s Store) Create(ctx context.Context, r *Record) error {
-	return s.write(ctx, r, func(b []byte) (uint64, error) { return s.KV.Create(ctx, r.ID, b) })
-}
-
-// Update writes r if the record is still at revision prev; r.Revision is set to the
-// new revision. It fails with ErrConflict otherwise.
-func (s Store) Update(ctx context.Context, r *Record, prev uint64) error {
-	return s.write(ctx, r, func(b []byte) (uint64, error) { return s.KV.Update(ctx, r.ID, b, prev) })
-}
-
-// Put writes r whatever is there (the unfenced path).
-func (s Store) Put(ctx context.Context, r *Record) error {
-	return s.write(ctx, r, func(b []byte) (uint64, error) { return s.KV.Put(ctx, r.ID, b) })
-}
-
-func (s Store) write(ctx context.Context, r *Record, op func([]byte) (uint64, error)) error {
+	err := s.write(ctx, r, jetstream.WithExpectLastSequencePerSubject(0))
+	if !errors.Is(err, ErrConflict) {
+		return err
+	}
+	// The key has history: a live record, or a delete marker that KV's own Create
+	// writes over.
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	rev, err := op(b)
+	rev, err := s.KV.Create(ctx, r.ID, b)
 	if jsx.IsConflict(err) {
 		return fmt.Errorf("%w: %s: %w", ErrConflict, r.ID, err)
 	}
@@ -68,5 +67,46 @@ func (s Store) write(ctx context.Context, r *Record, op func([]byte) (uint64, er
 		return err
 	}
 	r.Revision = rev
+	return nil
+}
+
+// Update writes r if the record is still at revision prev; r.Revision is set to the
+// new revision. It fails with ErrConflict otherwise.
+func (s Store) Update(ctx context.Context, r *Record, prev uint64) error {
+	return s.write(ctx, r, jetstream.WithExpectLastSequencePerSubject(prev))
+}
+
+// Put writes r whatever is there (the unfenced path).
+func (s Store) Put(ctx context.Context, r *Record) error {
+	return s.write(ctx, r)
+}
+
+func (s Store) write(ctx context.Context, r *Record, opts ...jetstream.PublishOpt) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	msg := &nats.Msg{Subject: "$KV." + s.Bucket + "." + r.ID, Data: b}
+	var ack *jetstream.PubAck
+	f, err := s.JS.PublishMsgAsync(msg, opts...)
+	if err == nil {
+		select {
+		case ack = <-f.Ok():
+		case err = <-f.Err():
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	} else if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+		// The connection's async window is full (other publishers share it): wait
+		// for this one write instead.
+		ack, err = s.JS.PublishMsg(ctx, msg, opts...)
+	}
+	if jsx.IsConflict(err) {
+		return fmt.Errorf("%w: %s: %w", ErrConflict, r.ID, err)
+	}
+	if err != nil {
+		return err
+	}
+	r.Revision = ack.Sequence
 	return nil
 }

@@ -1,0 +1,77 @@
+// Package bench measures workq side by side with the raw JetStream equivalent in the
+// same process, against the same server, so the ratio between them says what workq
+// costs. The Go benchmarks and `workq bench` both run these scenarios.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/queue"
+)
+
+// Pair is one scenario's throughput through workq and through raw JetStream, in
+// operations (jobs) per second.
+type Pair struct {
+	Scenario string
+	N        int
+	Workq    float64
+	Raw      float64
+}
+
+// Ratio is workq's throughput over raw JetStream's.
+func (p Pair) Ratio() float64 {
+	if p.Raw == 0 {
+		return 0
+	}
+	return p.Workq / p.Raw
+}
+
+func (p Pair) String() string {
+	return fmt.Sprintf("%-28s n=%-7d workq %9.0f/s  raw %9.0f/s  ratio %.2f", p.Scenario, p.N, p.Workq, p.Raw, p.Ratio())
+}
+
+var seq atomic.Int64
+
+// queueName returns a queue name not used before in this process.
+func queueName(prefix string) string {
+	return prefix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(seq.Add(1), 10)
+}
+
+// payload is the job payload every scenario uses: 128 bytes.
+var payload = make([]byte, 128)
+
+func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
+
+// rawQueue provisions a queue exactly as workq does, for the raw side to use.
+func rawQueue(ctx context.Context, js jetstream.JetStream, prefix string) (*queue.Objects, error) {
+	n, err := queue.NamesFor(queueName(prefix))
+	if err != nil {
+		return nil, err
+	}
+	return queue.Provision(ctx, js, n, queue.Config{})
+}
+
+// waitEmpty waits until stream s holds no messages (a WorkQueue stream drops a job
+// when it is acked, so this is "every ack has landed").
+func waitEmpty(ctx context.Context, s jetstream.Stream) error {
+	for {
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.State.Msgs == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stream %s still holds %d messages: %w", info.Config.Name, info.State.Msgs, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/internal/queue"
+)
+
+// Process fills a queue with n jobs and times workers draining it with an empty
+// handler: a workq worker (fenced or unfenced, at the given concurrency) against a raw
+// Consume callback that acks each message, on a queue provisioned the same way. Both
+// are timed until the stream is empty, that is until every ack has landed.
+func Process(ctx context.Context, js jetstream.JetStream, n, concurrency int, fenced bool) (Pair, error) {
+	name := "process unfenced"
+	if fenced {
+		name = "process fenced"
+	}
+	res := Pair{Scenario: fmt.Sprintf("%s c=%d", name, concurrency), N: n}
+
+	raw, err := rawQueue(ctx, js, "bench-p-raw")
+	if err != nil {
+		return res, err
+	}
+	if err := rawPublishAsync(ctx, js, raw.Names.JobsSubject, n); err != nil {
+		return res, err
+	}
+	d, err := rawConsume(ctx, raw, n)
+	if err != nil {
+		return res, err
+	}
+	res.Raw = rate(n, d)
+
+	q := queueName("bench-p")
+	opts := []consumer.Option{consumer.Concurrency(concurrency), consumer.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	if !fenced {
+		opts = append(opts, consumer.Unfenced())
+	}
+	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }), opts...)
+	if err != nil {
+		return res, err
+	}
+	names, _ := queue.NamesFor(q)
+	if err := rawPublishAsync(ctx, js, names.JobsSubject, n); err != nil {
+		return res, err
+	}
+	stream, err := js.Stream(ctx, names.Stream)
+	if err != nil {
+		return res, err
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	start := time.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(wctx) }()
+	if err := waitEmpty(ctx, stream); err != nil {
+		return res, err
+	}
+	res.Workq = rate(n, time.Since(start))
+	stop()
+	if err := <-errc; err != nil {
+		return res, err
+	}
+	if s := w.Stats(); s.Committed != uint64(n) {
+		return res, fmt.Errorf("workq committed %d of %d jobs", s.Committed, n)
+	}
+	return res, nil
+}
+
+// rawConsume drains the raw queue with the workers' consumer config and a Consume
+// callback that acks, returning the time until the stream is empty.
+func rawConsume(ctx context.Context, raw *queue.Objects, n int) (time.Duration, error) {
+	c, err := queue.EnsureConsumer(ctx, raw.Stream, queue.ConsumerConfig(raw.Names, 30*time.Second, 10000, 1))
+	if err != nil {
+		return 0, err
+	}
+	var got atomic.Int64
+	start := time.Now()
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		_ = m.Ack()
+		got.Add(1)
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer cc.Stop()
+	if err := waitEmpty(ctx, raw.Stream); err != nil {
+		return 0, err
+	}
+	d := time.Since(start)
+	if got.Load() < int64(n) {
+		return 0, fmt.Errorf("raw consume saw %d of %d", got.Load(), n)
+	}
+	return d, nil
+}
