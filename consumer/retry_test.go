@@ -199,8 +199,8 @@ func TestPanicIsRecovered(t *testing.T) {
 	p := newProducer(t, js, q)
 	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		if j.Attempt() == 1 {
-			var m map[string]int
-			m["x"]++ // nil map write: a real runtime panic
+			var none []int
+			_ = none[j.Attempt()] // index out of range: a real runtime panic
 		}
 		return nil
 	}), consumer.Backoff(consumer.Constant(10*time.Millisecond)))

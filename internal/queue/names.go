@@ -69,7 +69,7 @@ func CheckID(id string) error {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 			c == '_' || c == '-' || c == '=' || c == '/' || c == '.'
 		if !ok {
-			return fmt.Errorf("%w: job id %q has %q at offset %d; use letters, digits and _ - = / .",
+			return fmt.Errorf("%w: job id %q has %q at offset %d; only letters, digits and _-=/. are allowed in job ids",
 				jsx.ErrInvalidName, id, rune(c), i)
 		}
 	}
