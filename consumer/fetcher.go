@@ -10,7 +10,7 @@ import (
 )
 
 // fetch pulls deliveries with Consume and hands each to a free handler slot on jobs.
-// The pull buffer holds Concurrency messages; the callback blocks until a slot takes
+// The pull buffer holds Prefetch messages; the callback blocks until a slot takes
 // one, so nothing is buffered beyond that. When consumption ends while ctx is live
 // (the consumer was deleted, say by a server that lost its state), it recreates the
 // consumer and starts again; reconnects are handled by Consume itself.
@@ -28,7 +28,7 @@ func (w *Worker) fetch(ctx context.Context, jobs chan<- jetstream.Msg) error {
 				w.handBack(msg) // stopping: buffered, never started
 			}
 		},
-			jetstream.PullMaxMessages(w.cfg.concurrency),
+			jetstream.PullMaxMessages(w.cfg.prefetch),
 			// Short pulls with frequent idle heartbeats: a pull request the server no
 			// longer holds (seen under load: the client waits on a pull the server shows
 			// no trace of) is noticed after two missed heartbeats, not after 30s.

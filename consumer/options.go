@@ -27,6 +27,7 @@ type config struct {
 	unfenced      bool
 	maxAckPending int
 	claimDelay    time.Duration
+	prefetch      int
 	middleware    []Middleware
 	queue         queue.Config
 }
@@ -45,14 +46,30 @@ func defaults() config {
 	}
 }
 
-// Concurrency sets how many jobs the worker runs at once; it also sizes the pull
-// buffer, so buffered jobs do not age towards AckWait. Default 8.
+// Concurrency sets how many jobs the worker runs at once. Default 8.
 func Concurrency(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
 			return fmt.Errorf("consumer: concurrency %d: want at least 1", n)
 		}
 		c.concurrency = n
+		return nil
+	}
+}
+
+// Prefetch sets how many jobs the worker pulls ahead of its free handlers. Jobs in
+// the buffer are this worker's from the server's point of view: their AckWait runs,
+// and no other worker can take them. So the default, Concurrency, keeps the buffer
+// no deeper than one job per handler — right for jobs that take a while. For many
+// short jobs (well under a millisecond of work each) a deeper buffer keeps handlers
+// fed between pulls: 256 or more, as long as Prefetch/Concurrency jobs take well
+// under AckWait.
+func Prefetch(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("consumer: prefetch %d: want at least 1", n)
+		}
+		c.prefetch = n
 		return nil
 	}
 }

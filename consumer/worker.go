@@ -66,8 +66,11 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	if cfg.heartbeat >= cfg.ackWait {
 		return nil, fmt.Errorf("consumer: heartbeat %s must be shorter than ack wait %s", cfg.heartbeat, cfg.ackWait)
 	}
+	if cfg.prefetch == 0 {
+		cfg.prefetch = cfg.concurrency
+	}
 	if cfg.maxAckPending == 0 {
-		cfg.maxAckPending = max(1000, 4*cfg.concurrency)
+		cfg.maxAckPending = max(1000, 4*(cfg.concurrency+cfg.prefetch))
 	}
 	names, err := queue.NamesFor(queueName)
 	if err != nil {

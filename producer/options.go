@@ -62,8 +62,11 @@ func RecordTTL(d time.Duration) Option {
 }
 
 // MaxInFlight bounds how many publishes of one EnqueueBatch await the server's
-// acknowledgement at once. Default 1024: enough to keep a loopback or LAN link busy,
-// well under the client's own limit of 4000 where publishes would stall.
+// acknowledgement at once. Default 4000, the client's own default limit of pending
+// asynchronous publishes: the deepest pipeline one batch can use alone. When other
+// publishers share the connection and the client's limit is reached first, the batch
+// waits for its oldest acknowledgement and goes on; the client's stall error never
+// reaches the caller.
 func MaxInFlight(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

@@ -39,7 +39,7 @@ type Producer struct {
 // New returns a producer for queue, creating the queue's streams and bucket if they
 // are missing. While the server is unreachable it waits, until ctx ends.
 func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...Option) (*Producer, error) {
-	cfg := config{maxInFlight: 1024, ackTimeout: 5 * time.Second}
+	cfg := config{maxInFlight: 4000, ackTimeout: 5 * time.Second}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err

@@ -45,11 +45,17 @@ func BenchmarkProcessUnfenced(b *testing.B) { benchProcess(b, false) }
 func BenchmarkProcessFenced(b *testing.B) { benchProcess(b, true) }
 
 func benchProcess(b *testing.B, fenced bool) {
-	for _, c := range []int{8, 32, 128} {
-		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+	for _, cfg := range []struct{ c, prefetch int }{{8, 0}, {32, 0}, {128, 0}, {32, 512}} {
+		name := fmt.Sprintf("c=%d", cfg.c)
+		if cfg.prefetch > 0 {
+			name += fmt.Sprintf("/prefetch=%d", cfg.prefetch)
+		}
+		b.Run(name, func(b *testing.B) {
 			env := testenv.Start(b)
 			js := env.JetStream(b)
-			report(b, func(ctx context.Context, n int) (bench.Pair, error) { return bench.Process(ctx, js, n, c, fenced) })
+			report(b, func(ctx context.Context, n int) (bench.Pair, error) {
+				return bench.Process(ctx, js, n, cfg.c, cfg.prefetch, fenced)
+			})
 		})
 	}
 }
@@ -63,8 +69,8 @@ func TestScenariosRun(t *testing.T) {
 	for _, run := range []func() (bench.Pair, error){
 		func() (bench.Pair, error) { return bench.EnqueueSingle(ctx, js, 200) },
 		func() (bench.Pair, error) { return bench.EnqueueBatch(ctx, js, 500) },
-		func() (bench.Pair, error) { return bench.Process(ctx, js, 500, 4, false) },
-		func() (bench.Pair, error) { return bench.Process(ctx, js, 500, 4, true) },
+		func() (bench.Pair, error) { return bench.Process(ctx, js, 500, 4, 0, false) },
+		func() (bench.Pair, error) { return bench.Process(ctx, js, 500, 4, 0, true) },
 	} {
 		p, err := run()
 		if err != nil {

@@ -18,12 +18,17 @@ import (
 // handler: a workq worker (fenced or unfenced, at the given concurrency) against a raw
 // Consume callback that acks each message, on a queue provisioned the same way. Both
 // are timed until the stream is empty, that is until every ack has landed.
-func Process(ctx context.Context, js jetstream.JetStream, n, concurrency int, fenced bool) (Pair, error) {
+//
+// prefetch 0 leaves the worker's default (Concurrency).
+func Process(ctx context.Context, js jetstream.JetStream, n, concurrency, prefetch int, fenced bool) (Pair, error) {
 	name := "process unfenced"
 	if fenced {
 		name = "process fenced"
 	}
 	res := Pair{Scenario: fmt.Sprintf("%s c=%d", name, concurrency), N: n}
+	if prefetch > 0 {
+		res.Scenario += fmt.Sprintf(" prefetch=%d", prefetch)
+	}
 
 	raw, err := rawQueue(ctx, js, "bench-p-raw")
 	if err != nil {
@@ -42,6 +47,9 @@ func Process(ctx context.Context, js jetstream.JetStream, n, concurrency int, fe
 	opts := []consumer.Option{consumer.Concurrency(concurrency), consumer.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	if !fenced {
 		opts = append(opts, consumer.Unfenced())
+	}
+	if prefetch > 0 {
+		opts = append(opts, consumer.Prefetch(prefetch))
 	}
 	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }), opts...)
 	if err != nil {
