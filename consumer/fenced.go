@@ -102,11 +102,24 @@ func (w *Worker) update(ctx context.Context, j *Job, change func(next *record.Re
 	next := *j.claim
 	change(&next)
 	prev := j.claim.Revision
+	tries := 0
 	err := jsx.Retry(wctx, func(c context.Context) error {
+		tries++
+		var err error
 		if prev == 0 {
-			return w.createOver(c, j, &next)
+			err = w.createOver(c, j, &next)
+		} else {
+			err = w.records.Update(c, &next, prev)
 		}
-		return w.records.Update(c, &next, prev)
+		if tries > 1 && errors.Is(err, record.ErrConflict) {
+			// An earlier try may have landed with its reply lost (a restart, a leader
+			// change): then the conflict is with our own write.
+			if cur, gerr := w.records.Get(c, j.id); gerr == nil && cur.Revision > prev && sameWrite(cur, &next) {
+				next.Revision = cur.Revision
+				return nil
+			}
+		}
+		return err
 	})
 	switch {
 	case err == nil:
@@ -115,6 +128,14 @@ func (w *Worker) update(ctx context.Context, j *Job, change func(next *record.Re
 		j.loseLocked()
 	}
 	return err
+}
+
+// sameWrite reports whether the stored record cur is the write next: the same run
+// (message, delivery, attempt, worker, start) in the same state.
+func sameWrite(cur, next *record.Record) bool {
+	return cur.Sequence == next.Sequence && cur.Delivery == next.Delivery && cur.Attempt == next.Attempt &&
+		cur.State == next.State && cur.StartedAt.Equal(next.StartedAt) &&
+		cur.Worker != nil && next.Worker != nil && *cur.Worker == *next.Worker
 }
 
 // createOver creates next as the job's first record, or replaces a finished record

@@ -1,0 +1,335 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/producer"
+	"github.com/workq/workq/testenv"
+)
+
+// ---- issue test 7: bad input ----
+
+var qaNop = consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil })
+
+func TestBadInputNewRejectsNamesHandlersAndOptions(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	ctx := ctxFor(t, 20*time.Second)
+	for _, q := range []string{"", "a.b", "a*", "a b", ">", strings.Repeat("a", 65)} {
+		w, err := consumer.New(ctx, js, q, qaNop, consumer.Logger(quiet))
+		if !errors.Is(err, consumer.ErrInvalidName) || w != nil {
+			t.Errorf("New(%q) = %v, %v; want ErrInvalidName", q, w, err)
+		}
+	}
+	if w, err := consumer.New(ctx, js, "ok", nil); err == nil || w != nil {
+		t.Errorf("nil handler: %v, %v", w, err)
+	}
+	bad := map[string][]consumer.Option{
+		"Concurrency(0)":            {consumer.Concurrency(0)},
+		"Concurrency(-1)":           {consumer.Concurrency(-1)},
+		"AckWait(1ms)":              {consumer.AckWait(time.Millisecond)},
+		"MaxAttempts(0)":            {consumer.MaxAttempts(0)},
+		"MaxAttempts(-3)":           {consumer.MaxAttempts(-3)},
+		"Heartbeat(0)":              {consumer.Heartbeat(0)},
+		"Heartbeat ≥ AckWait":       {consumer.AckWait(time.Second), consumer.Heartbeat(time.Second)},
+		"DrainTimeout(-1s)":         {consumer.DrainTimeout(-time.Second)},
+		"Timeout(0)":                {consumer.Timeout(0)},
+		"Name(\"\")":                {consumer.Name("")},
+		"Logger(nil)":               {consumer.Logger(nil)},
+		"Backoff(nil)":              {consumer.Backoff(nil)},
+		"MaxAckPending(0)":          {consumer.MaxAckPending(0)},
+		"Replicas(0)":               {consumer.Replicas(0)},
+		"Replicas(3) on one server": {consumer.Replicas(3)},
+	}
+	for name, opts := range bad {
+		start := time.Now()
+		w, err := consumer.New(ctx, js, "opts", qaNop, append([]consumer.Option{consumer.Logger(quiet)}, opts...)...)
+		if err == nil || w != nil {
+			t.Errorf("%s accepted", name)
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Errorf("%s: took %s to fail", name, time.Since(start))
+		}
+	}
+	// None of the rejected options left a consumer behind with their settings.
+	if s, err := js.Stream(ctx, "WORKQ_opts"); err == nil {
+		for c := range s.ListConsumers(ctx).Info() {
+			t.Errorf("consumer %s created by a rejected New (AckWait %s)", c.Name, c.Config.AckWait)
+		}
+	}
+	// And a worker with good options works.
+	if _, err := consumer.New(ctx, js, "opts", qaNop, consumer.Logger(quiet), consumer.Concurrency(1),
+		consumer.AckWait(100*time.Millisecond), consumer.MaxAttempts(1)); err != nil {
+		t.Fatalf("the smallest valid options: %v", err)
+	}
+}
+
+func qaDeadLetter(t *testing.T, js jetstream.JetStream, q string) *jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := ctxFor(t, 5*time.Second)
+	s, err := js.Stream(ctx, "WORKQ_"+q+"_DEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, "workq."+q+".dead")
+	if err != nil {
+		t.Fatalf("dead letter of queue %s: %v", q, err)
+	}
+	return m
+}
+
+func TestBadInputUnknownKindGoesToDeadLetters(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := newProducer(t, js, "kinds")
+	ctx := ctxFor(t, 20*time.Second)
+	known := make(chan string, 4)
+	mux := consumer.NewMux()
+	mux.RouteFunc("known", func(_ context.Context, j *consumer.Job) error {
+		known <- j.ID()
+		return nil
+	})
+	w := newWorker(t, js, "kinds", mux)
+	runWorker(t, w)
+	if _, err := p.Enqueue(ctx, []byte("keep-me"), producer.ID("u1"), producer.Kind("mystery_kind"), producer.Header("X-Trace", "t1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Enqueue(ctx, []byte("fine"), producer.ID("k1"), producer.Kind("known")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "u1 dead", func() bool { return status(t, p, "u1").State == producer.StateDead })
+	eventually(t, 10*time.Second, "k1 done", func() bool { return status(t, p, "k1").State == producer.StateDone })
+	if id := <-known; id != "k1" {
+		t.Fatalf("known handler got %s", id)
+	}
+	r := status(t, p, "u1")
+	if !strings.Contains(r.LastError, "mystery_kind") || r.Kind != "mystery_kind" || r.Attempt != 1 || r.FinishedAt.IsZero() {
+		t.Errorf("dead record: %+v", r)
+	}
+	m := qaDeadLetter(t, js, "kinds")
+	if string(m.Data) != "keep-me" {
+		t.Errorf("dead letter payload %q", m.Data)
+	}
+	for k, want := range map[string]string{
+		"Workq-Job-Id": "u1", "Workq-Queue": "kinds", "Workq-Kind": "mystery_kind", "X-Trace": "t1",
+		"Workq-Original-Subject": "workq.kinds.jobs.u1", "Workq-Attempts": "1",
+	} {
+		if got := m.Header.Get(k); got != want {
+			t.Errorf("dead letter header %s = %q, want %q", k, got, want)
+		}
+	}
+	if e := m.Header.Get("Workq-Error"); !strings.Contains(e, "mystery_kind") || !strings.Contains(e, "no handler") {
+		t.Errorf("Workq-Error = %q; want it to name the kind", e)
+	}
+	if m.Header.Get("Workq-Original-Sequence") == "" || m.Header.Get("Workq-Dead-At") == "" {
+		t.Errorf("dead letter headers %v", m.Header)
+	}
+	if n := qaStreamMsgs(t, js, "WORKQ_kinds_DEAD"); n != 1 {
+		t.Errorf("%d dead letters, want 1", n)
+	}
+	eventually(t, 5*time.Second, "jobs stream empty (dead job terminated)", func() bool { return qaStreamMsgs(t, js, "WORKQ_kinds") == 0 })
+	if s := w.Stats(); s.Dead != 1 || s.Committed != 1 || s.Retried != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestBadInputMalformedJSONGoesToDeadLetters(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := newProducer(t, js, "json")
+	ctx := ctxFor(t, 20*time.Second)
+	type order struct {
+		N    int    `json:"n"`
+		Name string `json:"name"`
+	}
+	got := make(chan order, 4)
+	w := newWorker(t, js, "json", consumer.JSON(func(_ context.Context, j *consumer.Job, v order) error {
+		got <- v
+		return nil
+	}))
+	runWorker(t, w)
+	bad := []byte(`{"n": 5, "name": `)
+	if _, err := p.Enqueue(ctx, bad, producer.ID("bad")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Enqueue(ctx, []byte(`{"n": 7, "name": "x"}`), producer.ID("good")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "bad dead", func() bool { return status(t, p, "bad").State == producer.StateDead })
+	eventually(t, 10*time.Second, "good done", func() bool { return status(t, p, "good").State == producer.StateDone })
+	if v := <-got; v != (order{7, "x"}) {
+		t.Fatalf("decoded %+v", v)
+	}
+	if len(got) != 0 {
+		t.Fatalf("handler called for the malformed job: %+v", <-got)
+	}
+	r := status(t, p, "bad")
+	if !strings.Contains(r.LastError, "malformed") || r.Attempt != 1 {
+		t.Errorf("dead record %+v", r)
+	}
+	m := qaDeadLetter(t, js, "json")
+	if string(m.Data) != string(bad) {
+		t.Errorf("dead letter payload %q, want %q", m.Data, bad)
+	}
+	if e := m.Header.Get("Workq-Error"); !strings.Contains(e, "malformed") {
+		t.Errorf("Workq-Error = %q", e)
+	}
+	if s := w.Stats(); s.Dead != 1 || s.Committed != 1 || s.Retried != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestBadInputPlainPublishIsAJob(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := newProducer(t, js, "plain")
+	ctx := ctxFor(t, 20*time.Second)
+	seen := make(chan [2]string, 8)
+	w := newWorker(t, js, "plain", consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
+		seen <- [2]string{j.ID(), string(j.Payload())}
+		return nil
+	}))
+	// No headers at all.
+	a1, err := js.Publish(ctx, "workq.plain.jobs", []byte("no headers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only a Nats-Msg-Id.
+	m := nats.NewMsg("workq.plain.jobs")
+	m.Header.Set("Nats-Msg-Id", "ext-42")
+	m.Data = []byte("with id")
+	if _, err := js.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	// A Nats-Msg-Id that is no valid job id falls back to the sequence.
+	m3 := nats.NewMsg("workq.plain.jobs")
+	m3.Header.Set("Nats-Msg-Id", "has space")
+	m3.Data = []byte("odd id")
+	a3, err := js.PublishMsg(ctx, m3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	want := map[string]string{
+		fmt.Sprintf("seq-%d", a1.Sequence): "no headers",
+		"ext-42":                           "with id",
+		fmt.Sprintf("seq-%d", a3.Sequence): "odd id",
+	}
+	for range want {
+		select {
+		case s := <-seen:
+			if want[s[0]] != s[1] {
+				t.Errorf("handler saw id %q payload %q; want one of %v", s[0], s[1], want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("plain jobs not delivered")
+		}
+	}
+	for id := range want {
+		eventually(t, 10*time.Second, id+" done", func() bool { return status(t, p, id).State == producer.StateDone })
+		if r := status(t, p, id); r.Attempt != 1 {
+			t.Errorf("record %s: %+v", id, r)
+		}
+	}
+	eventually(t, 5*time.Second, "jobs stream empty", func() bool { return qaStreamMsgs(t, js, "WORKQ_plain") == 0 })
+	if s := w.Stats(); s.Committed != 3 || s.Dead != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestBadInputAckWaitMismatchIsIncompatible(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	ctx := ctxFor(t, 20*time.Second)
+	if _, err := consumer.New(ctx, js, "aw", qaNop, consumer.Logger(quiet), consumer.AckWait(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := consumer.New(ctx, js, "aw", qaNop, consumer.Logger(quiet), consumer.AckWait(20*time.Second))
+	if !errors.Is(err, consumer.ErrIncompatible) || w != nil {
+		t.Fatalf("second worker with another AckWait: %v, %v; want ErrIncompatible", w, err)
+	}
+	if !strings.Contains(err.Error(), "AckWait") {
+		t.Errorf("error does not say AckWait: %v", err)
+	}
+	// Default AckWait (30s) differs too.
+	if _, err := consumer.New(ctx, js, "aw", qaNop, consumer.Logger(quiet)); !errors.Is(err, consumer.ErrIncompatible) {
+		t.Errorf("default AckWait against 10s: %v", err)
+	}
+	// The consumer was left as it was, and the same AckWait is fine.
+	s, err := js.Stream(ctx, "WORKQ_aw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Consumer(ctx, "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aw := c.CachedInfo().Config.AckWait; aw != 10*time.Second {
+		t.Fatalf("consumer AckWait now %s", aw)
+	}
+	if _, err := consumer.New(ctx, js, "aw", qaNop, consumer.Logger(quiet), consumer.AckWait(10*time.Second), consumer.Concurrency(3)); err != nil {
+		t.Fatalf("same AckWait: %v", err)
+	}
+}
+
+func TestBadInputNewWaitsForUnreachableServer(t *testing.T) {
+	env := testenv.Start(t)
+	env.Stop()
+	nc, err := nats.Connect(env.URL(), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
+		nats.ReconnectWait(50*time.Millisecond), nats.ReconnectJitter(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	w, err := consumer.New(ctx, js, "late", qaNop, consumer.Logger(quiet))
+	took := time.Since(start)
+	if err == nil || w != nil {
+		t.Fatal("New succeeded with the server down")
+	}
+	if took < 900*time.Millisecond || took > 3*time.Second {
+		t.Fatalf("New returned after %s, want about 1s (its context): %v", took, err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error does not carry the context's end: %v", err)
+	}
+
+	restarted := make(chan error, 1)
+	go func() {
+		time.Sleep(500 * time.Millisecond) // the server comes up after the worker
+		restarted <- env.Server.Restart()
+	}()
+	start = time.Now()
+	w, err = consumer.New(ctxFor(t, 10*time.Second), js, "late", qaNop, consumer.Logger(quiet))
+	if rerr := <-restarted; rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatalf("New once the server came up: %v (after %s)", err, time.Since(start))
+	}
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Fatalf("New returned after %s, before the server was up", took)
+	}
+	// And it works.
+	p := newProducer(t, js, "late")
+	runWorker(t, w)
+	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("x")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "job done", func() bool { return status(t, p, "x").State == producer.StateDone })
+}

@@ -1,0 +1,782 @@
+package producer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/producer"
+	"github.com/workq/workq/testenv"
+)
+
+// ---- helpers ----
+
+func pctx(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func mustNew(t *testing.T, js jetstream.JetStream, q string, opts ...producer.Option) *producer.Producer {
+	t.Helper()
+	p, err := producer.New(pctx(t, 20*time.Second), js, q, opts...)
+	if err != nil {
+		t.Fatalf("producer.New(%q): %v", q, err)
+	}
+	return p
+}
+
+func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) uint64 {
+	t.Helper()
+	s, err := js.Stream(pctx(t, 10*time.Second), stream)
+	if err != nil {
+		t.Fatalf("stream %s: %v", stream, err)
+	}
+	info, err := s.Info(pctx(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("stream %s info: %v", stream, err)
+	}
+	return info.State.Msgs
+}
+
+func storedJob(t *testing.T, js jetstream.JetStream, q, id string) *jetstream.RawStreamMsg {
+	t.Helper()
+	s, err := js.Stream(pctx(t, 10*time.Second), "WORKQ_"+q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(pctx(t, 10*time.Second), "workq."+q+".jobs."+id)
+	if err != nil {
+		t.Fatalf("stored job %s: %v", id, err)
+	}
+	return m
+}
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// ---- New ----
+
+func TestNewRejectsInvalidQueueNames(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	for _, q := range []string{"", "a.b", "a*", "a b", ">", "a>", "é", strings.Repeat("a", 65)} {
+		p, err := producer.New(pctx(t, 5*time.Second), js, q)
+		if !errors.Is(err, producer.ErrInvalidName) || p != nil {
+			t.Errorf("New(%q) = %v, %v; want ErrInvalidName", q, p, err)
+		}
+	}
+	// Nothing was created for them.
+	n := 0
+	for range js.StreamNames(pctx(t, 5*time.Second)).Name() {
+		n++
+	}
+	if n != 0 {
+		t.Errorf("%d streams exist after rejected names", n)
+	}
+	// The longest valid name works end to end.
+	long := strings.Repeat("q", 64)
+	p := mustNew(t, js, long)
+	if _, err := p.Enqueue(pctx(t, 5*time.Second), []byte("x"), producer.ID("j")); err != nil {
+		t.Fatalf("enqueue on a 64-character queue: %v", err)
+	}
+}
+
+func TestNewIsIdempotent(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p1 := mustNew(t, js, "idem")
+	if _, err := p1.Enqueue(pctx(t, 5*time.Second), []byte("x"), producer.ID("a")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := js.Stream(pctx(t, 5*time.Second), "WORKQ_idem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := before.CachedInfo().Created
+	p2 := mustNew(t, js, "idem")
+	if p2.Queue() != "idem" {
+		t.Fatalf("Queue() = %q", p2.Queue())
+	}
+	// Concurrent provisioning races are fine too.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := producer.New(pctx(t, 10*time.Second), js, "idem")
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent New: %v", err)
+		}
+	}
+	w, err := consumer.New(pctx(t, 10*time.Second), js, "idem",
+		consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }), consumer.Logger(quietLog))
+	if err != nil || w == nil {
+		t.Fatalf("consumer.New after producers: %v", err)
+	}
+	after, err := js.Stream(pctx(t, 5*time.Second), "WORKQ_idem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.CachedInfo().Created.Equal(created) {
+		t.Fatalf("stream was recreated: created %v then %v", created, after.CachedInfo().Created)
+	}
+	if n := after.CachedInfo().State.Msgs; n != 1 {
+		t.Fatalf("stream has %d messages after re-provisioning, want 1", n)
+	}
+	var names []string
+	for n := range js.StreamNames(pctx(t, 5*time.Second)).Name() {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	want := []string{"KV_WORKQ_idem_JOBS", "WORKQ_idem", "WORKQ_idem_DEAD"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("streams %v, want %v", names, want)
+	}
+}
+
+func TestNewRefusesIncompatibleStream(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	cfg := jetstream.StreamConfig{
+		Name:      "WORKQ_x",
+		Subjects:  []string{"workq.x.jobs", "workq.x.jobs.>"},
+		Retention: jetstream.LimitsPolicy,
+		Storage:   jetstream.MemoryStorage,
+	}
+	s, err := js.CreateStream(pctx(t, 5*time.Second), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(pctx(t, 5*time.Second), "workq.x.jobs", []byte("keep me")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Info(pctx(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := producer.New(pctx(t, 10*time.Second), js, "x")
+	if !errors.Is(err, producer.ErrIncompatible) || p != nil {
+		t.Fatalf("New over a Limits stream = %v, %v; want ErrIncompatible", p, err)
+	}
+	if !strings.Contains(err.Error(), "WORKQ_x") || !strings.Contains(strings.ToLower(err.Error()), "retention") {
+		t.Errorf("error does not say what is wrong with what: %v", err)
+	}
+	after, err := s.Info(pctx(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Config.Retention != jetstream.LimitsPolicy || !slices.Equal(after.Config.Subjects, before.Config.Subjects) ||
+		after.Config.Storage != before.Config.Storage || after.State.Msgs != 1 || !after.Created.Equal(before.Created) {
+		t.Fatalf("stream changed: before %+v %+v, after %+v %+v", before.Config, before.State, after.Config, after.State)
+	}
+}
+
+func TestNewReplicasOnSingleNodeFailsFast(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	ctx := pctx(t, 10*time.Second)
+	start := time.Now()
+	p, err := producer.New(ctx, js, "r3", producer.Replicas(3))
+	took := time.Since(start)
+	if err == nil || p != nil {
+		t.Fatalf("New with Replicas(3) on one node succeeded")
+	}
+	if ctx.Err() != nil || took > 5*time.Second {
+		t.Fatalf("New with Replicas(3) took %s (waited for its context): %v", took, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || !strings.Contains(strings.ToLower(err.Error()), "replica") {
+		t.Fatalf("error does not say replicas are the problem: %v", err)
+	}
+	if _, err := producer.New(ctx, js, "r0", producer.Replicas(0)); err == nil {
+		t.Fatal("Replicas(0) accepted")
+	}
+	t.Logf("Replicas(3): %v (after %s)", err, took)
+}
+
+// ---- Enqueue ----
+
+func TestEnqueueExplicitIDAndDuplicate(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := mustNew(t, js, "dup")
+	ctx := pctx(t, 10*time.Second)
+	a, err := p.Enqueue(ctx, []byte("one"), producer.ID("order-42"))
+	if err != nil || a.ID != "order-42" || a.Duplicate || a.Sequence == 0 {
+		t.Fatalf("first Enqueue = %+v, %v", a, err)
+	}
+	b, err := p.Enqueue(ctx, []byte("two"), producer.ID("order-42"))
+	if err != nil || b.ID != "order-42" || !b.Duplicate || b.Sequence != a.Sequence {
+		t.Fatalf("second Enqueue = %+v, %v; want Duplicate with sequence %d", b, err, a.Sequence)
+	}
+	if n := streamMsgs(t, js, "WORKQ_dup"); n != 1 {
+		t.Fatalf("stream holds %d messages, want 1", n)
+	}
+	if m := storedJob(t, js, "dup", "order-42"); string(m.Data) != "one" {
+		t.Fatalf("stored payload %q, want the first", m.Data)
+	}
+	// Ids are per queue in the sense of one stream per queue: another id is new.
+	c, err := p.Enqueue(ctx, []byte("three"), producer.ID("order-43"))
+	if err != nil || c.Duplicate || c.Sequence <= a.Sequence {
+		t.Fatalf("other id = %+v, %v", c, err)
+	}
+}
+
+func TestEnqueueGeneratedIDsUniqueAndSortable(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := mustNew(t, js, "gen")
+	ctx := pctx(t, 15*time.Second)
+	const n = 300
+	var ids []string
+	var last uint64
+	for i := range n {
+		info, err := p.Enqueue(ctx, []byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Duplicate || info.Sequence <= last || info.ID == "" {
+			t.Fatalf("job %d: %+v (last sequence %d)", i, info, last)
+		}
+		last = info.Sequence
+		ids = append(ids, info.ID)
+	}
+	// Concurrent producers' ids are unique as well.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				info, err := p.Enqueue(ctx, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				ids = append(ids, info.ID)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if !slices.IsSorted(ids[:n]) {
+		t.Fatalf("ids generated one after another do not sort in order: %v", ids[:10])
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Fatalf("id %s generated twice", id)
+		}
+		seen[id] = true
+	}
+	if got := streamMsgs(t, js, "WORKQ_gen"); got != uint64(len(ids)) {
+		t.Fatalf("stream holds %d, want %d", got, len(ids))
+	}
+	// Generated ids sort after earlier ones across time too.
+	later, err := p.Enqueue(ctx, nil)
+	if err != nil || later.ID <= ids[n-1] {
+		t.Fatalf("later id %q does not sort after %q (%v)", later.ID, ids[n-1], err)
+	}
+}
+
+func TestEnqueueRejectsInvalidIDs(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := mustNew(t, js, "ids")
+	ctx := pctx(t, 10*time.Second)
+	for _, id := range []string{" ", "a b", ".a", "a.", "a..b", "a*", "a>", "a\nb", strings.Repeat("x", 201)} {
+		info, err := p.Enqueue(ctx, []byte("x"), producer.ID(id))
+		if !errors.Is(err, producer.ErrInvalidName) {
+			t.Errorf("Enqueue(ID %.30q) = %+v, %v; want ErrInvalidName", id, info, err)
+		}
+	}
+	// ID("") means "generate one": it is not an error.
+	if info, err := p.Enqueue(ctx, nil, producer.ID("")); err != nil || info.ID == "" {
+		t.Errorf("ID(\"\") = %+v, %v; want a generated id", info, err)
+	}
+	// The boundaries of the valid alphabet and length.
+	for _, id := range []string{strings.Repeat("x", 200), "a.b", "A-Z_0=9/x"} {
+		if _, err := p.Enqueue(ctx, nil, producer.ID(id)); err != nil {
+			t.Errorf("Enqueue(ID %.30q): %v", id, err)
+		}
+	}
+	if n := streamMsgs(t, js, "WORKQ_ids"); n != 4 {
+		t.Fatalf("stream holds %d messages, want 4 (only the valid ones)", n)
+	}
+	// Status rejects invalid ids the same way.
+	if _, err := p.Status(ctx, "a b"); !errors.Is(err, producer.ErrInvalidName) {
+		t.Errorf("Status(\"a b\"): %v", err)
+	}
+}
+
+func TestEnqueuePayloadTooLarge(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := mustNew(t, js, "big")
+	ctx := pctx(t, 10*time.Second)
+	max := js.Conn().MaxPayload()
+	if max <= 0 {
+		t.Fatalf("MaxPayload = %d", max)
+	}
+	for _, size := range []int64{max + 1, max, max - 10} {
+		info, err := p.Enqueue(ctx, make([]byte, size), producer.ID(fmt.Sprintf("big-%d", size)))
+		if !errors.Is(err, producer.ErrPayloadTooLarge) {
+			t.Errorf("payload of %d bytes (max %d): %+v, %v; want ErrPayloadTooLarge", size, max, info, err)
+		}
+	}
+	res, err := p.EnqueueBatch(ctx, []producer.Job{{ID: "b1", Payload: make([]byte, max+1)}, {ID: "b2", Payload: []byte("ok")}})
+	if !errors.Is(err, producer.ErrBatch) || !errors.Is(res[0].Err, producer.ErrPayloadTooLarge) || res[1].Err != nil {
+		t.Errorf("batch with a too large job: %v; results %+v", err, res)
+	}
+	if n := streamMsgs(t, js, "WORKQ_big"); n != 1 {
+		t.Fatalf("stream holds %d messages, want 1 (only the small batch job)", n)
+	}
+	// The largest payload that fits with workq's headers is stored.
+	id := "fits"
+	hdr := len("NATS/1.0\r\n\r\n") + len("Nats-Msg-Id: "+id+"\r\n")
+	if _, err := p.Enqueue(ctx, make([]byte, max-int64(hdr)), producer.ID(id)); err != nil {
+		t.Fatalf("payload of max-headers = %d bytes: %v", max-int64(hdr), err)
+	}
+	if _, err := p.Enqueue(ctx, make([]byte, max-int64(hdr)+1), producer.ID(id+"2")); !errors.Is(err, producer.ErrPayloadTooLarge) {
+		t.Fatalf("payload one byte over: %v", err)
+	}
+}
+
+func TestEnqueueHeaders(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := mustNew(t, js, "hdr")
+	ctx := pctx(t, 10*time.Second)
+	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("neg"), producer.MaxAttempts(-1)); err == nil {
+		t.Fatal("MaxAttempts(-1) accepted")
+	}
+	if _, err := p.Enqueue(ctx, []byte("payload"), producer.ID("h1"), producer.Kind("send_email"),
+		producer.Header("X-Tenant", "acme"), producer.Header("X-Tenant", "second"), producer.MaxAttempts(3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Enqueue(ctx, []byte("plain"), producer.ID("h2")); err != nil {
+		t.Fatal(err)
+	}
+	if n := streamMsgs(t, js, "WORKQ_hdr"); n != 2 {
+		t.Fatalf("stream holds %d, want 2 (the MaxAttempts(-1) job must not be stored)", n)
+	}
+	m := storedJob(t, js, "hdr", "h1")
+	if m.Subject != "workq.hdr.jobs.h1" || string(m.Data) != "payload" {
+		t.Fatalf("stored %s %q", m.Subject, m.Data)
+	}
+	for k, want := range map[string]string{"Nats-Msg-Id": "h1", "Workq-Kind": "send_email", "Workq-Max-Attempts": "3"} {
+		if got := m.Header.Get(k); got != want {
+			t.Errorf("header %s = %q, want %q (all: %v)", k, got, want, m.Header)
+		}
+	}
+	if got := m.Header.Values("X-Tenant"); !slices.Equal(got, []string{"acme", "second"}) {
+		t.Errorf("X-Tenant = %v", got)
+	}
+	m2 := storedJob(t, js, "hdr", "h2")
+	if m2.Header.Get("Nats-Msg-Id") != "h2" || m2.Header.Get("Workq-Kind") != "" || m2.Header.Get("Workq-Max-Attempts") != "" {
+		t.Errorf("plain job headers: %v", m2.Header)
+	}
+	// Status reports what the headers say.
+	r, err := p.Status(ctx, "h1")
+	if err != nil || r.State != producer.StateQueued || r.Kind != "send_email" || r.MaxAttempts != 3 || r.Sequence != m.Sequence {
+		t.Fatalf("Status(h1) = %+v, %v", r, err)
+	}
+	// A batch job's fields set the same headers.
+	if _, err := p.EnqueueBatch(ctx, []producer.Job{{ID: "h3", Kind: "k3", MaxAttempts: 7, Header: nats.Header{"X-A": {"b"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	m3 := storedJob(t, js, "hdr", "h3")
+	if m3.Header.Get("Workq-Kind") != "k3" || m3.Header.Get("Workq-Max-Attempts") != "7" || m3.Header.Get("X-A") != "b" || m3.Header.Get("Nats-Msg-Id") != "h3" {
+		t.Errorf("batch job headers: %v", m3.Header)
+	}
+	if _, err := p.EnqueueBatch(ctx, []producer.Job{{ID: "h4", MaxAttempts: -2}}); !errors.Is(err, producer.ErrBatch) {
+		t.Errorf("batch job with MaxAttempts -2: %v", err)
+	}
+}
+
+// ---- EnqueueBatch ----
+
+func TestEnqueueBatchLarge(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := mustNew(t, js, "batch", producer.MaxInFlight(64))
+	const n = 5000
+	jobs := make([]producer.Job, n)
+	for i := range jobs {
+		jobs[i] = producer.Job{ID: fmt.Sprintf("j-%05d", i), Payload: []byte(fmt.Sprint(i))}
+	}
+	jobs[10].ID = "" // generated
+	// Sample the client's async pending count while the batch runs: the window must hold.
+	var maxPending atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if v := int64(js.PublishAsyncPending()); v > maxPending.Load() {
+				maxPending.Store(v)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	start := time.Now()
+	res, err := p.EnqueueBatch(pctx(t, 30*time.Second), jobs)
+	took := time.Since(start)
+	close(stop)
+	<-sampled
+	if err != nil {
+		t.Fatalf("EnqueueBatch: %v", err)
+	}
+	if len(res) != n {
+		t.Fatalf("%d results for %d jobs", len(res), n)
+	}
+	var last uint64
+	for i, r := range res {
+		if r.Err != nil || r.Duplicate || r.Sequence <= last {
+			t.Fatalf("result %d: %+v (previous sequence %d)", i, r, last)
+		}
+		if i != 10 && r.ID != jobs[i].ID {
+			t.Fatalf("result %d has id %q, want %q", i, r.ID, jobs[i].ID)
+		}
+		last = r.Sequence
+	}
+	if res[10].ID == "" {
+		t.Fatal("generated id not reported")
+	}
+	if got := streamMsgs(t, js, "WORKQ_batch"); got != n {
+		t.Fatalf("stream holds %d, want %d", got, n)
+	}
+	if m := maxPending.Load(); m > 64 {
+		t.Fatalf("saw %d publishes awaiting acks with MaxInFlight(64)", m)
+	}
+	t.Logf("%d jobs in %s; max pending seen %d", n, took, maxPending.Load())
+}
+
+func TestEnqueueBatchMixedValidity(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := mustNew(t, js, "mixed")
+	ids := []string{"ok-1", "a b", "ok-2", ".bad", "ok-3", "a..b", strings.Repeat("z", 201), "ok-4"}
+	invalid := map[int]bool{1: true, 3: true, 5: true, 6: true}
+	jobs := make([]producer.Job, len(ids))
+	for i, id := range ids {
+		jobs[i] = producer.Job{ID: id, Payload: []byte(id)}
+	}
+	res, err := p.EnqueueBatch(pctx(t, 10*time.Second), jobs)
+	if !errors.Is(err, producer.ErrBatch) {
+		t.Fatalf("EnqueueBatch err = %v, want ErrBatch", err)
+	}
+	for i, r := range res {
+		if invalid[i] {
+			if !errors.Is(r.Err, producer.ErrInvalidName) || r.Sequence != 0 {
+				t.Errorf("job %d (%.20q): %+v; want ErrInvalidName", i, ids[i], r)
+			}
+			continue
+		}
+		if r.Err != nil || r.Sequence == 0 || r.ID != ids[i] {
+			t.Errorf("job %d (%q): %+v", i, ids[i], r)
+		}
+		if m := storedJob(t, js, "mixed", ids[i]); string(m.Data) != ids[i] {
+			t.Errorf("job %s stored with %q", ids[i], m.Data)
+		}
+	}
+	if n := streamMsgs(t, js, "WORKQ_mixed"); n != 4 {
+		t.Fatalf("stream holds %d, want 4", n)
+	}
+}
+
+func TestEnqueueBatchDuplicates(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := mustNew(t, js, "bdup")
+	ctx := pctx(t, 10*time.Second)
+	jobs := []producer.Job{{ID: "d1"}, {ID: "d2"}, {ID: "d1", Payload: []byte("again")}, {ID: "d3"}}
+	res, err := p.EnqueueBatch(ctx, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Duplicate || res[1].Duplicate || res[3].Duplicate {
+		t.Fatalf("first occurrences reported duplicate: %+v", res)
+	}
+	if !res[2].Duplicate || res[2].Sequence != res[0].Sequence {
+		t.Fatalf("second d1 = %+v, want Duplicate of sequence %d", res[2], res[0].Sequence)
+	}
+	if n := streamMsgs(t, js, "WORKQ_bdup"); n != 3 {
+		t.Fatalf("stream holds %d, want 3", n)
+	}
+	// The whole batch again: all duplicates, same sequences.
+	again, err := p.EnqueueBatch(ctx, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range again {
+		if !r.Duplicate || r.Sequence != res[i].Sequence {
+			t.Fatalf("repeat %d = %+v, want duplicate of %d", i, r, res[i].Sequence)
+		}
+	}
+	// And an Enqueue of a batch id is a duplicate too.
+	if info, err := p.Enqueue(ctx, nil, producer.ID("d3")); err != nil || !info.Duplicate || info.Sequence != res[3].Sequence {
+		t.Fatalf("Enqueue(d3) = %+v, %v", info, err)
+	}
+}
+
+func TestEnqueueBatchCancelledContext(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := mustNew(t, js, "cancel")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	jobs := make([]producer.Job, 50)
+	for i := range jobs {
+		jobs[i].ID = fmt.Sprint("c", i)
+	}
+	start := time.Now()
+	res, err := p.EnqueueBatch(ctx, jobs)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("EnqueueBatch on a cancelled context: %v", err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Fatalf("took %s", time.Since(start))
+	}
+	for i, r := range res {
+		if !errors.Is(r.Err, context.Canceled) || r.ID != jobs[i].ID {
+			t.Fatalf("result %d: %+v", i, r)
+		}
+	}
+	if n := streamMsgs(t, js, "WORKQ_cancel"); n != 0 {
+		t.Fatalf("stream holds %d after a cancelled batch", n)
+	}
+	if _, err := p.Enqueue(ctx, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Enqueue on a cancelled context: %v", err)
+	}
+}
+
+// concurrentBatches runs batches×perBatch jobs through one producer on js at once and
+// checks every job is stored and no stall error surfaces.
+func concurrentBatches(t *testing.T, js jetstream.JetStream, q string, batches, perBatch int, opts ...producer.Option) {
+	t.Helper()
+	p := mustNew(t, js, q, opts...)
+	ctx := pctx(t, 60*time.Second)
+	var maxPending atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if v := int64(js.PublishAsyncPending()); v > maxPending.Load() {
+				maxPending.Store(v)
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make([]error, batches)
+	results := make([][]producer.Result, batches)
+	for b := range batches {
+		jobs := make([]producer.Job, perBatch)
+		for i := range jobs {
+			jobs[i] = producer.Job{ID: fmt.Sprintf("b%d-%d", b, i), Payload: []byte("x")}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[b], errs[b] = p.EnqueueBatch(ctx, jobs)
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	for b := range batches {
+		if errs[b] != nil {
+			for i, r := range results[b] {
+				if r.Err != nil {
+					t.Errorf("batch %d job %d: %v (stall error: %v)", b, i, r.Err, errors.Is(r.Err, jetstream.ErrTooManyStalledMsgs))
+					break
+				}
+			}
+			t.Fatalf("batch %d: %v", b, errs[b])
+		}
+		for i, r := range results[b] {
+			if r.Err != nil || r.Sequence == 0 || r.Duplicate {
+				t.Fatalf("batch %d job %d: %+v", b, i, r)
+			}
+		}
+	}
+	if n := streamMsgs(t, js, "WORKQ_"+q); n != uint64(batches*perBatch) {
+		t.Fatalf("stream holds %d, want %d", n, batches*perBatch)
+	}
+	t.Logf("max async pending seen: %d", maxPending.Load())
+}
+
+func TestEnqueueBatchConcurrentOverClientLimit(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	// Default client limit (4000 pending): 8 batches × a 1024 window may ask for 8192.
+	t.Run("default", func(t *testing.T) {
+		concurrentBatches(t, env.JetStream(t), "conc", 8, 1500)
+	})
+	// A small client limit makes the stall certain, whatever the machine's speed.
+	t.Run("small-client-limit", func(t *testing.T) {
+		js, err := jetstream.New(env.Conn(t), jetstream.WithPublishAsyncMaxPending(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		concurrentBatches(t, js, "conc2", 8, 500)
+	})
+}
+
+// ---- Status ----
+
+func TestStatusLifecycle(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	p := mustNew(t, js, "st")
+	ctx := pctx(t, 20*time.Second)
+	if _, err := p.Status(ctx, "nope"); !errors.Is(err, producer.ErrNotFound) {
+		t.Fatalf("Status of an unknown id: %v", err)
+	}
+	info, err := p.Enqueue(ctx, []byte("hi"), producer.ID("s1"), producer.Kind("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Status(ctx, "s1")
+	if err != nil || r.State != producer.StateQueued || r.ID != "s1" || r.Queue != "st" || r.Kind != "k" ||
+		r.Sequence != info.Sequence || r.EnqueuedAt.IsZero() || r.Attempt != 0 {
+		t.Fatalf("Status before work = %+v, %v", r, err)
+	}
+	w, err := consumer.New(ctx, js, "st", consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
+		j.SetResult([]byte("res:" + string(j.Payload())))
+		return nil
+	}), consumer.Logger(quietLog), consumer.Name("st-worker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("Run did not return")
+		}
+	}()
+	var last *producer.Record
+	waitFor(t, 10*time.Second, "job s1 done", func() bool {
+		r, err := p.Status(ctx, "s1")
+		if err != nil {
+			t.Fatalf("Status while working: %v", err)
+		}
+		last = r
+		return r.State == producer.StateDone
+	})
+	if string(last.Result) != "res:hi" || last.Attempt != 1 || last.Worker == nil || last.Worker.Name != "st-worker" ||
+		last.Sequence != info.Sequence || last.FinishedAt.IsZero() {
+		t.Fatalf("done record: %+v", last)
+	}
+	// The job left the work queue; Status still finds the record.
+	waitFor(t, 5*time.Second, "stream empty", func() bool { return streamMsgs(t, js, "WORKQ_st") == 0 })
+	if r, err := p.Status(ctx, "s1"); err != nil || r.State != producer.StateDone {
+		t.Fatalf("Status after ack: %+v, %v", r, err)
+	}
+	if _, err := p.Status(ctx, "nope"); !errors.Is(err, producer.ErrNotFound) {
+		t.Fatalf("Status of an unknown id with a worker running: %v", err)
+	}
+}
+
+// ---- unreachable server ----
+
+func TestNewWaitsForUnreachableServer(t *testing.T) {
+	env := testenv.Start(t)
+	env.Stop()
+	nc, err := nats.Connect(env.URL(), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
+		nats.ReconnectWait(50*time.Millisecond), nats.ReconnectJitter(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	p, err := producer.New(ctx, js, "late")
+	took := time.Since(start)
+	if err == nil || p != nil {
+		t.Fatal("New succeeded with the server down")
+	}
+	if took < 900*time.Millisecond || took > 3*time.Second {
+		t.Fatalf("New returned after %s, want about 1s (its context): %v", took, err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error does not carry the context's end: %v", err)
+	}
+
+	restarted := make(chan error, 1)
+	go func() {
+		time.Sleep(500 * time.Millisecond) // the server comes up after the client
+		restarted <- env.Server.Restart()
+	}()
+	start = time.Now()
+	p, err = producer.New(pctx(t, 10*time.Second), js, "late")
+	if rerr := <-restarted; rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatalf("New once the server came up: %v (after %s)", err, time.Since(start))
+	}
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Fatalf("New returned after %s, before the server was up", took)
+	}
+	if _, err := p.Enqueue(pctx(t, 5*time.Second), []byte("x"), producer.ID("after")); err != nil {
+		t.Fatal(err)
+	}
+}
