@@ -22,6 +22,10 @@ type Pair struct {
 	N        int
 	Workq    float64
 	Raw      float64
+	// RawSame, when measured, is the raw JetStream doing the same work as workq (for
+	// fenced processing: consume, one KV write per job, a confirmed ack), so that
+	// Workq/RawSame is workq's own overhead and Raw/RawSame the price of the guarantee.
+	RawSame float64
 }
 
 // Ratio is workq's throughput over raw JetStream's.
@@ -33,7 +37,11 @@ func (p Pair) Ratio() float64 {
 }
 
 func (p Pair) String() string {
-	return fmt.Sprintf("%-28s n=%-7d workq %9.0f/s  raw %9.0f/s  ratio %.2f", p.Scenario, p.N, p.Workq, p.Raw, p.Ratio())
+	s := fmt.Sprintf("%-28s n=%-7d workq %9.0f/s  raw %9.0f/s  ratio %.2f", p.Scenario, p.N, p.Workq, p.Raw, p.Ratio())
+	if p.RawSame > 0 {
+		s += fmt.Sprintf("  (raw doing the same work %7.0f/s, ratio %.2f)", p.RawSame, p.Workq/p.RawSame)
+	}
+	return s
 }
 
 var seq atomic.Int64

@@ -25,6 +25,10 @@ func report(b *testing.B, run func(ctx context.Context, n int) (bench.Pair, erro
 	b.ReportMetric(p.Workq, "workq_jobs/s")
 	b.ReportMetric(p.Raw, "raw_jobs/s")
 	b.ReportMetric(p.Ratio(), "ratio")
+	if p.RawSame > 0 {
+		b.ReportMetric(p.RawSame, "rawsame_jobs/s")
+		b.ReportMetric(p.Workq/p.RawSame, "ratio_same")
+	}
 	b.Log(p)
 }
 

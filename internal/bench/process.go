@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
@@ -42,6 +45,11 @@ func Process(ctx context.Context, js jetstream.JetStream, n, concurrency, prefet
 		return res, err
 	}
 	res.Raw = rate(n, d)
+	if fenced {
+		if res.RawSame, err = rawFenced(ctx, js, n, concurrency, prefetch); err != nil {
+			return res, err
+		}
+	}
 
 	q := queueName("bench-p")
 	opts := []consumer.Option{consumer.Concurrency(concurrency), consumer.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
@@ -107,4 +115,71 @@ func rawConsume(ctx context.Context, raw *queue.Objects, n int) (time.Duration, 
 		return 0, fmt.Errorf("raw consume saw %d of %d", got.Load(), n)
 	}
 	return d, nil
+}
+
+// rawFenced is the raw JetStream doing what a fenced first attempt does: consume, and
+// per message one compare-and-set KV write (create) awaited, then a confirmed ack;
+// pipelined like the worker (a goroutine per message, 4×concurrency writes in flight).
+func rawFenced(ctx context.Context, js jetstream.JetStream, n, concurrency, prefetch int) (float64, error) {
+	raw, err := rawQueue(ctx, js, "bench-pf-raw")
+	if err != nil {
+		return 0, err
+	}
+	if err := rawPublishAsync(ctx, js, raw.Names.JobsSubject, n); err != nil {
+		return 0, err
+	}
+	c, err := queue.EnsureConsumer(ctx, raw.Stream, queue.ConsumerConfig(raw.Names, 30*time.Second, 10000, 1))
+	if err != nil {
+		return 0, err
+	}
+	if prefetch == 0 {
+		prefetch = concurrency
+	}
+	sem := make(chan struct{}, 4*concurrency)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	record := make([]byte, 300) // about a job record's size
+	start := time.Now()
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			md, err := m.Metadata()
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			subj := "$KV." + raw.Names.Bucket + ".k" + strconv.FormatUint(md.Sequence.Stream, 10)
+			f, err := js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: record}, jetstream.WithExpectLastSequencePerSubject(0))
+			if err == nil {
+				select {
+				case <-f.Ok():
+				case err = <-f.Err():
+				case <-ctx.Done():
+					err = ctx.Err()
+				}
+			}
+			if err == nil {
+				err = m.DoubleAck(ctx)
+			}
+			if err != nil {
+				failed.Add(1)
+			}
+		}()
+	}, jetstream.PullMaxMessages(prefetch))
+	if err != nil {
+		return 0, err
+	}
+	err = waitEmpty(ctx, raw.Stream)
+	d := time.Since(start)
+	cc.Stop()
+	wg.Wait()
+	if err != nil {
+		return 0, err
+	}
+	if f := failed.Load(); f > 0 {
+		return 0, fmt.Errorf("raw fenced: %d of %d messages failed", f, n)
+	}
+	return rate(n, d), nil
 }
