@@ -23,7 +23,7 @@ var qaNop = consumer.HandlerFunc(func(context.Context, *consumer.Job) error { re
 func TestBadInputNewRejectsNamesHandlersAndOptions(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	for _, q := range []string{"", "a.b", "a*", "a b", ">", strings.Repeat("a", 65)} {
 		w, err := consumer.New(ctx, js, q, qaNop, consumer.Logger(quiet))
 		if !errors.Is(err, consumer.ErrInvalidName) || w != nil {
@@ -75,7 +75,7 @@ func TestBadInputNewRejectsNamesHandlersAndOptions(t *testing.T) {
 
 func qaDeadLetter(t *testing.T, js jetstream.JetStream, q string) *jetstream.RawStreamMsg {
 	t.Helper()
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	s, err := js.Stream(ctx, "WORKQ_"+q+"_DEAD")
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestBadInputUnknownKindGoesToDeadLetters(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := newProducer(t, js, "kinds")
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	known := make(chan string, 4)
 	mux := consumer.NewMux()
 	mux.RouteFunc("known", func(_ context.Context, j *consumer.Job) error {
@@ -106,8 +106,8 @@ func TestBadInputUnknownKindGoesToDeadLetters(t *testing.T) {
 	if _, err := p.Enqueue(ctx, []byte("fine"), producer.ID("k1"), producer.Kind("known")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "u1 dead", func() bool { return status(t, p, "u1").State == producer.StateDead })
-	eventually(t, 10*time.Second, "k1 done", func() bool { return status(t, p, "k1").State == producer.StateDone })
+	testenv.Eventually(t, 10*time.Second, "u1 dead", func() bool { return status(t, p, "u1").State == producer.StateDead })
+	testenv.Eventually(t, 10*time.Second, "k1 done", func() bool { return status(t, p, "k1").State == producer.StateDone })
 	if id := <-known; id != "k1" {
 		t.Fatalf("known handler got %s", id)
 	}
@@ -136,7 +136,7 @@ func TestBadInputUnknownKindGoesToDeadLetters(t *testing.T) {
 	if n := qaStreamMsgs(t, js, "WORKQ_kinds_DEAD"); n != 1 {
 		t.Errorf("%d dead letters, want 1", n)
 	}
-	eventually(t, 5*time.Second, "jobs stream empty (dead job terminated)", func() bool { return qaStreamMsgs(t, js, "WORKQ_kinds") == 0 })
+	testenv.Eventually(t, 5*time.Second, "jobs stream empty (dead job terminated)", func() bool { return qaStreamMsgs(t, js, "WORKQ_kinds") == 0 })
 	if s := w.Stats(); s.Dead != 1 || s.Committed != 1 || s.Retried != 0 {
 		t.Errorf("stats %+v", s)
 	}
@@ -146,7 +146,7 @@ func TestBadInputMalformedJSONGoesToDeadLetters(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := newProducer(t, js, "json")
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	type order struct {
 		N    int    `json:"n"`
 		Name string `json:"name"`
@@ -164,8 +164,8 @@ func TestBadInputMalformedJSONGoesToDeadLetters(t *testing.T) {
 	if _, err := p.Enqueue(ctx, []byte(`{"n": 7, "name": "x"}`), producer.ID("good")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "bad dead", func() bool { return status(t, p, "bad").State == producer.StateDead })
-	eventually(t, 10*time.Second, "good done", func() bool { return status(t, p, "good").State == producer.StateDone })
+	testenv.Eventually(t, 10*time.Second, "bad dead", func() bool { return status(t, p, "bad").State == producer.StateDead })
+	testenv.Eventually(t, 10*time.Second, "good done", func() bool { return status(t, p, "good").State == producer.StateDone })
 	if v := <-got; v != (order{7, "x"}) {
 		t.Fatalf("decoded %+v", v)
 	}
@@ -192,7 +192,7 @@ func TestBadInputPlainPublishIsAJob(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := newProducer(t, js, "plain")
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	seen := make(chan [2]string, 8)
 	w := newWorker(t, js, "plain", consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
 		seen <- [2]string{j.ID(), string(j.Payload())}
@@ -235,12 +235,12 @@ func TestBadInputPlainPublishIsAJob(t *testing.T) {
 		}
 	}
 	for id := range want {
-		eventually(t, 10*time.Second, id+" done", func() bool { return status(t, p, id).State == producer.StateDone })
+		testenv.Eventually(t, 10*time.Second, id+" done", func() bool { return status(t, p, id).State == producer.StateDone })
 		if r := status(t, p, id); r.Attempt != 1 {
 			t.Errorf("record %s: %+v", id, r)
 		}
 	}
-	eventually(t, 5*time.Second, "jobs stream empty", func() bool { return qaStreamMsgs(t, js, "WORKQ_plain") == 0 })
+	testenv.Eventually(t, 5*time.Second, "jobs stream empty", func() bool { return qaStreamMsgs(t, js, "WORKQ_plain") == 0 })
 	if s := w.Stats(); s.Committed != 3 || s.Dead != 0 {
 		t.Errorf("stats %+v", s)
 	}
@@ -249,7 +249,7 @@ func TestBadInputPlainPublishIsAJob(t *testing.T) {
 func TestBadInputAckWaitMismatchIsIncompatible(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	if _, err := consumer.New(ctx, js, "aw", qaNop, consumer.Logger(quiet), consumer.AckWait(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -284,16 +284,7 @@ func TestBadInputAckWaitMismatchIsIncompatible(t *testing.T) {
 func TestBadInputNewWaitsForUnreachableServer(t *testing.T) {
 	env := testenv.Start(t)
 	env.Stop()
-	nc, err := nats.Connect(env.URL(), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
-		nats.ReconnectWait(50*time.Millisecond), nats.ReconnectJitter(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := env.JetStream(t) // connects once the server is back
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	start := time.Now()
@@ -315,7 +306,7 @@ func TestBadInputNewWaitsForUnreachableServer(t *testing.T) {
 		restarted <- env.Server.Restart()
 	}()
 	start = time.Now()
-	w, err = consumer.New(ctxFor(t, 10*time.Second), js, "late", qaNop, consumer.Logger(quiet))
+	w, err = consumer.New(testenv.Context(t, 10*time.Second), js, "late", qaNop, consumer.Logger(quiet))
 	if rerr := <-restarted; rerr != nil {
 		t.Fatal(rerr)
 	}
@@ -328,8 +319,8 @@ func TestBadInputNewWaitsForUnreachableServer(t *testing.T) {
 	// And it works.
 	p := newProducer(t, js, "late")
 	runWorker(t, w)
-	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("x")); err != nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("x")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "job done", func() bool { return status(t, p, "x").State == producer.StateDone })
+	testenv.Eventually(t, 10*time.Second, "job done", func() bool { return status(t, p, "x").State == producer.StateDone })
 }

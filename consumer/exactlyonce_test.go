@@ -34,7 +34,7 @@ func TestTwoPoolsCommitEachJobOnce(t *testing.T) {
 	w1 := newWorker(t, env.JetStream(t), q, handler("p1"), consumer.Concurrency(16), consumer.Name("p1"))
 	w2 := newWorker(t, env.JetStream(t), q, handler("p2"), consumer.Concurrency(16), consumer.Name("p2"))
 	stop1, stop2 := runWorker(t, w1), runWorker(t, w2)
-	eventually(t, 60*time.Second, "all jobs committed", func() bool {
+	testenv.Eventually(t, 60*time.Second, "all jobs committed", func() bool {
 		return w1.Stats().Committed+w2.Stats().Committed >= n
 	})
 	stop1()

@@ -13,6 +13,8 @@ import (
 
 	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/producer"
+
+	"github.com/workq/workq/testenv"
 )
 
 // quiet is a logger that drops everything; tests that check logs use a logRecorder.
@@ -44,25 +46,6 @@ func (l *logRecorder) has(msg string) bool {
 	return false
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // runWorker starts w.Run in the background; the returned stop cancels it and waits,
 // failing the test if Run returned an error.
 func runWorker(t *testing.T, w *consumer.Worker) (stop func()) {
@@ -90,7 +73,7 @@ func runWorker(t *testing.T, w *consumer.Worker) (stop func()) {
 
 func newProducer(t *testing.T, js jetstream.JetStream, q string, opts ...producer.Option) *producer.Producer {
 	t.Helper()
-	p, err := producer.New(ctxFor(t, 30*time.Second), js, q, opts...)
+	p, err := producer.New(testenv.Context(t, 30*time.Second), js, q, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +82,7 @@ func newProducer(t *testing.T, js jetstream.JetStream, q string, opts ...produce
 
 func newWorker(t *testing.T, js jetstream.JetStream, q string, h consumer.Handler, opts ...consumer.Option) *consumer.Worker {
 	t.Helper()
-	w, err := consumer.New(ctxFor(t, 30*time.Second), js, q, h, append([]consumer.Option{consumer.Logger(quiet)}, opts...)...)
+	w, err := consumer.New(testenv.Context(t, 30*time.Second), js, q, h, append([]consumer.Option{consumer.Logger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +97,7 @@ func enqueueN(t *testing.T, p *producer.Producer, n int, prefix string) []string
 		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
 		jobs[i] = producer.Job{ID: ids[i], Payload: []byte(ids[i])}
 	}
-	res, err := p.EnqueueBatch(ctxFor(t, 60*time.Second), jobs)
+	res, err := p.EnqueueBatch(testenv.Context(t, 60*time.Second), jobs)
 	if err != nil {
 		t.Fatalf("EnqueueBatch: %v (first result err: %v)", err, res[0].Err)
 	}
@@ -123,7 +106,7 @@ func enqueueN(t *testing.T, p *producer.Producer, n int, prefix string) []string
 
 func status(t *testing.T, p *producer.Producer, id string) *producer.Record {
 	t.Helper()
-	r, err := p.Status(ctxFor(t, 10*time.Second), id)
+	r, err := p.Status(testenv.Context(t, 10*time.Second), id)
 	if err != nil {
 		t.Fatalf("Status(%s): %v", id, err)
 	}

@@ -121,7 +121,7 @@ func (j *Job) ensureClaimed(ctx context.Context) (uint64, error) {
 		return j.claim.Revision, nil
 	}
 	c := *j.claim
-	err := j.w.records.Create(ctx, &c)
+	err := j.w.createOver(ctx, j, &c) // over a finished record of an earlier message with this id, too
 	if errors.Is(err, record.ErrConflict) {
 		j.loseLocked()
 		return 0, ErrStale

@@ -42,7 +42,7 @@ func TestRestartServerMidRunEveryJobDoneOnce(t *testing.T) {
 	r1 := qaStart(t, w1)
 	r2 := qaStart(t, w2)
 
-	eventually(t, 20*time.Second, "a first share of jobs committed", func() bool { return qaCommitted(w1, w2) >= 150 })
+	testenv.Eventually(t, 20*time.Second, "a first share of jobs committed", func() bool { return qaCommitted(w1, w2) >= 150 })
 	env.Restart(t)
 	atRestart := qaCommitted(w1, w2)
 	if atRestart >= n {
@@ -52,7 +52,7 @@ func TestRestartServerMidRunEveryJobDoneOnce(t *testing.T) {
 
 	// The workers carry on by themselves: no new Run.
 	stopProgress := qaProgress(t, []*consumer.Worker{w1, w2})
-	eventually(t, 45*time.Second, "every job acked", func() bool {
+	testenv.Eventually(t, 45*time.Second, "every job acked", func() bool {
 		return qaStreamMsgs(t, js, "WORKQ_rs") == 0 && qaCommitted(w1, w2) >= n
 	})
 	stopProgress()
@@ -154,7 +154,7 @@ func qaClusterNodeLoss(t *testing.T, q string, victim func(*testenv.TestCluster)
 		runsOf = append(runsOf, qaStart(t, w))
 	}
 
-	eventually(t, 30*time.Second, "a first share of jobs committed", func() bool { return qaCommitted(ws...) >= 100 })
+	testenv.Eventually(t, 30*time.Second, "a first share of jobs committed", func() bool { return qaCommitted(ws...) >= 100 })
 	node := victim(cl)
 	if node < 0 {
 		t.Fatal("no node to stop")
@@ -173,7 +173,7 @@ func qaClusterNodeLoss(t *testing.T, q string, victim func(*testenv.TestCluster)
 	t.Logf("stopped n%d (stream leader was n%d) with %d of %d committed", node, streamLeader, atStop, n)
 	stopProgress := qaProgress(t, ws)
 	if resumeWithin > 0 {
-		eventually(t, resumeWithin, "the workers to start new jobs after the node stopped", func() bool {
+		testenv.Eventually(t, resumeWithin, "the workers to start new jobs after the node stopped", func() bool {
 			var started uint64
 			for _, w := range ws {
 				started += w.Stats().Started
@@ -182,7 +182,7 @@ func qaClusterNodeLoss(t *testing.T, q string, victim func(*testenv.TestCluster)
 		})
 		t.Logf("resumed %s after the stop", time.Since(stopped).Round(time.Millisecond))
 	}
-	eventually(t, 60*time.Second, "every job acked", func() bool { return qaStreamMsgs(t, js, "WORKQ_"+q) == 0 })
+	testenv.Eventually(t, 60*time.Second, "every job acked", func() bool { return qaStreamMsgs(t, js, "WORKQ_"+q) == 0 })
 	stopProgress()
 	for _, r := range runsOf {
 		if _, err := r.stop(t, 20*time.Second); err != nil {

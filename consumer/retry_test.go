@@ -19,7 +19,7 @@ import (
 // deadLetters reads every message of the queue's dead-letter stream.
 func deadLetters(t *testing.T, js jetstream.JetStream, q string) []*jetstream.RawStreamMsg {
 	t.Helper()
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	s, err := js.Stream(ctx, "WORKQ_"+q+"_DEAD")
 	if err != nil {
 		t.Fatal(err)
@@ -65,14 +65,14 @@ func TestRetryWaitsForBackoff(t *testing.T) {
 		return delay * time.Duration(a) // 400ms, then 800ms
 	}))
 	runWorker(t, w)
-	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("r1")); err != nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("r1")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "first failure recorded", func() bool {
+	testenv.Eventually(t, 5*time.Second, "first failure recorded", func() bool {
 		r := status(t, p, "r1")
 		return r.State == producer.StateRetrying && r.LastError == "flaky 1" && !r.RetryAt.IsZero()
 	})
-	eventually(t, 10*time.Second, "the job to succeed", func() bool { return status(t, p, "r1").State == producer.StateDone })
+	testenv.Eventually(t, 10*time.Second, "the job to succeed", func() bool { return status(t, p, "r1").State == producer.StateDone })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(starts) != 3 || len(asked) != 2 || asked[0] != 1 || asked[1] != 2 {
@@ -101,11 +101,11 @@ func TestExhaustedJobIsDeadLettered(t *testing.T) {
 		return errors.New("boom at " + strconv.Itoa(j.Attempt()))
 	}), consumer.MaxAttempts(3), consumer.Backoff(consumer.Constant(10*time.Millisecond)))
 	runWorker(t, w)
-	info, err := p.Enqueue(ctxFor(t, 5*time.Second), []byte("payload"), producer.ID("e1"), producer.Kind("k"), producer.Header("X-Trace", "t1"))
+	info, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("payload"), producer.ID("e1"), producer.Kind("k"), producer.Header("X-Trace", "t1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "dead letter", func() bool { return len(deadLetters(t, js, q)) == 1 })
+	testenv.Eventually(t, 10*time.Second, "dead letter", func() bool { return len(deadLetters(t, js, q)) == 1 })
 	m := deadLetters(t, js, q)[0]
 	want := map[string]string{
 		"Workq-Job-Id": "e1", "Workq-Attempts": "3", "Workq-Queue": q,
@@ -123,7 +123,7 @@ func TestExhaustedJobIsDeadLettered(t *testing.T) {
 	if string(m.Data) != "payload" {
 		t.Errorf("dead letter payload %q", m.Data)
 	}
-	eventually(t, 5*time.Second, "the original to leave the stream", func() bool { return pendingMessages(t, js, q) == 0 })
+	testenv.Eventually(t, 5*time.Second, "the original to leave the stream", func() bool { return pendingMessages(t, js, q) == 0 })
 	if r := status(t, p, "e1"); r.State != producer.StateDead || r.Attempt != 3 {
 		t.Fatalf("record %+v", r)
 	}
@@ -158,7 +158,7 @@ func TestPermanentRetryAfterAndJobLimit(t *testing.T) {
 		}
 	}), consumer.Backoff(consumer.Constant(time.Hour)), consumer.MaxAttempts(10))
 	runWorker(t, w)
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	for _, id := range []string{"perm", "later"} {
 		if _, err := p.Enqueue(ctx, nil, producer.ID(id)); err != nil {
 			t.Fatal(err)
@@ -167,7 +167,7 @@ func TestPermanentRetryAfterAndJobLimit(t *testing.T) {
 	if _, err := p.Enqueue(ctx, nil, producer.ID("limit"), producer.MaxAttempts(1)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "outcomes", func() bool {
+	testenv.Eventually(t, 10*time.Second, "outcomes", func() bool {
 		return status(t, p, "perm").State == producer.StateDead && status(t, p, "later").State == producer.StateDone &&
 			status(t, p, "limit").State == producer.StateDead
 	})
@@ -205,10 +205,10 @@ func TestPanicIsRecovered(t *testing.T) {
 		return nil
 	}), consumer.Backoff(consumer.Constant(10*time.Millisecond)))
 	runWorker(t, w)
-	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("p1")); err != nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("p1")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the retry to succeed", func() bool { return status(t, p, "p1").State == producer.StateDone })
+	testenv.Eventually(t, 10*time.Second, "the retry to succeed", func() bool { return status(t, p, "p1").State == producer.StateDone })
 	r := status(t, p, "p1")
 	if r.Attempt != 2 || !strings.Contains(r.LastError, "handler panicked") || !strings.Contains(r.LastError, "goroutine") {
 		t.Fatalf("record %+v", r)

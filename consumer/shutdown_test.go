@@ -155,9 +155,9 @@ func TestShutdownWithJobsInFlightLosesNoneCommitsNoneTwice(t *testing.T) {
 	r1 := qaStart(t, w1)
 	r2 := qaStart(t, w2)
 
-	eventually(t, 20*time.Second, "some jobs committed", func() bool { return qaCommitted(w1, w2) >= 40 })
+	testenv.Eventually(t, 20*time.Second, "some jobs committed", func() bool { return qaCommitted(w1, w2) >= 40 })
 	if w1.Stats().Committed == 0 {
-		eventually(t, 10*time.Second, "w1 to commit", func() bool { return w1.Stats().Committed > 0 })
+		testenv.Eventually(t, 10*time.Second, "w1 to commit", func() bool { return w1.Stats().Committed > 0 })
 	}
 	took, err := r1.stop(t, drain+5*time.Second)
 	if err != nil {
@@ -177,8 +177,8 @@ func TestShutdownWithJobsInFlightLosesNoneCommitsNoneTwice(t *testing.T) {
 		t.Fatalf("all %d jobs were committed before w1 stopped; the test proves nothing", c)
 	}
 	// w1 does nothing more after Run returned.
-	eventually(t, 30*time.Second, "w2 to finish the rest", func() bool { return qaCommitted(w1, w2) >= n })
-	eventually(t, 10*time.Second, "work queue empty", func() bool { return qaStreamMsgs(t, js, "WORKQ_shut") == 0 })
+	testenv.Eventually(t, 30*time.Second, "w2 to finish the rest", func() bool { return qaCommitted(w1, w2) >= n })
+	testenv.Eventually(t, 10*time.Second, "work queue empty", func() bool { return qaStreamMsgs(t, js, "WORKQ_shut") == 0 })
 	if s := w1.Stats(); s != s1 {
 		t.Fatalf("w1 kept working after Run returned: %+v then %+v", s1, s)
 	}
@@ -212,7 +212,7 @@ func TestShutdownDrainTimeoutHandsJobBack(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := newProducer(t, js, "drain")
-	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), []byte("slow"), producer.ID("slow-1")); err != nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("slow"), producer.ID("slow-1")); err != nil {
 		t.Fatal(err)
 	}
 	const ackWait = 30 * time.Second
@@ -237,7 +237,7 @@ func TestShutdownDrainTimeoutHandsJobBack(t *testing.T) {
 		t.Fatal("handler did not start")
 	}
 	// The claim of a first attempt is written once it has run for ClaimDelay.
-	eventually(t, 5*time.Second, "the record to show the job running", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the record to show the job running", func() bool {
 		r := status(t, p, "slow-1")
 		return r.State == producer.StateRunning && r.Attempt == 1
 	})
@@ -274,7 +274,7 @@ func TestShutdownDrainTimeoutHandsJobBack(t *testing.T) {
 	}), consumer.Name("w2"), consumer.AckWait(ackWait))
 	picked := time.Now()
 	qaStart(t, w2)
-	eventually(t, 10*time.Second, "w2 to commit the job", func() bool { return status(t, p, "slow-1").State == producer.StateDone })
+	testenv.Eventually(t, 10*time.Second, "w2 to commit the job", func() bool { return status(t, p, "slow-1").State == producer.StateDone })
 	if d := time.Since(picked); d > ackWait/3 {
 		t.Fatalf("handed-back job took %s to come back", d)
 	}
@@ -288,7 +288,7 @@ func TestShutdownDrainTimeoutHandsJobBack(t *testing.T) {
 	if s := w2.Stats(); s.Committed != 1 || s.Started != 1 {
 		t.Fatalf("w2 stats %+v", s)
 	}
-	eventually(t, 5*time.Second, "work queue empty", func() bool { return qaStreamMsgs(t, js, "WORKQ_drain") == 0 })
+	testenv.Eventually(t, 5*time.Second, "work queue empty", func() bool { return qaStreamMsgs(t, js, "WORKQ_drain") == 0 })
 	if len(attempts) != 0 {
 		t.Fatalf("job ran again")
 	}

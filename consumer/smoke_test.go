@@ -14,7 +14,7 @@ func TestCommitsResultAndRecord(t *testing.T) {
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := newProducer(t, js, "smoke")
-	info, err := p.Enqueue(ctxFor(t, 10*time.Second), []byte("hello"), producer.ID("j1"), producer.Kind("greet"))
+	info, err := p.Enqueue(testenv.Context(t, 10*time.Second), []byte("hello"), producer.ID("j1"), producer.Kind("greet"))
 	if err != nil || info.ID != "j1" || info.Duplicate {
 		t.Fatalf("Enqueue = %+v, %v", info, err)
 	}
@@ -28,7 +28,7 @@ func TestCommitsResultAndRecord(t *testing.T) {
 		return j.Fence(ctx)
 	}), consumer.Name("w1"))
 	stop := runWorker(t, w)
-	eventually(t, 10*time.Second, "job done", func() bool { return status(t, p, "j1").State == producer.StateDone })
+	testenv.Eventually(t, 10*time.Second, "job done", func() bool { return status(t, p, "j1").State == producer.StateDone })
 	stop()
 	r := status(t, p, "j1")
 	if string(r.Result) != "done:hello" || r.Attempt != 1 || r.Worker == nil || r.Worker.Name != "w1" || token == 0 {

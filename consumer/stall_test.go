@@ -35,11 +35,11 @@ func proxiedJS(t *testing.T, env *testenv.Env) (jetstream.JetStream, *testenv.Pr
 // pendingMessages is how many jobs the queue's stream still holds.
 func pendingMessages(t *testing.T, js jetstream.JetStream, q string) uint64 {
 	t.Helper()
-	s, err := js.Stream(ctxFor(t, 5*time.Second), "WORKQ_"+q)
+	s, err := js.Stream(testenv.Context(t, 5*time.Second), "WORKQ_"+q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(ctxFor(t, 5*time.Second))
+	info, err := s.Info(testenv.Context(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestStalledWorkerCommitIsRefused(t *testing.T) {
 
 	aStarted, aRelease := make(chan uint64, 1), make(chan struct{})
 	logsA := &logRecorder{}
-	wA, err := consumer.New(ctxFor(t, 10*time.Second), jsA, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+	wA, err := consumer.New(testenv.Context(t, 10*time.Second), jsA, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		aStarted <- j.FencingToken()
 		<-aRelease
 		j.SetResult([]byte("A"))
@@ -70,7 +70,7 @@ func TestStalledWorkerCommitIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	runWorker(t, wA)
-	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), []byte("x"), producer.ID("job-1")); err != nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("x"), producer.ID("job-1")); err != nil {
 		t.Fatal(err)
 	}
 	tokenA := <-aStarted
@@ -100,7 +100,7 @@ func TestStalledWorkerCommitIsRefused(t *testing.T) {
 	// A comes back and finishes while B still runs.
 	close(aRelease)
 	px.Resume()
-	eventually(t, 10*time.Second, "A's commit to be refused", func() bool { return wA.Stats().Reassigned == 1 })
+	testenv.Eventually(t, 10*time.Second, "A's commit to be refused", func() bool { return wA.Stats().Reassigned == 1 })
 	if !logsA.has("job job-1 was reassigned") {
 		t.Fatalf("A did not log the reassignment; logs: %v", logsA.msgs)
 	}
@@ -113,8 +113,8 @@ func TestStalledWorkerCommitIsRefused(t *testing.T) {
 	}
 
 	close(bRelease)
-	eventually(t, 10*time.Second, "B's commit", func() bool { return status(t, p, "job-1").State == producer.StateDone })
-	eventually(t, 10*time.Second, "the job to leave the stream", func() bool { return pendingMessages(t, js, q) == 0 })
+	testenv.Eventually(t, 10*time.Second, "B's commit", func() bool { return status(t, p, "job-1").State == producer.StateDone })
+	testenv.Eventually(t, 10*time.Second, "the job to leave the stream", func() bool { return pendingMessages(t, js, q) == 0 })
 	r := status(t, p, "job-1")
 	if string(r.Result) != "B" || r.Worker.Name != "B" || r.Revision <= tokenB {
 		t.Fatalf("final record %+v", r)
@@ -142,7 +142,7 @@ func TestSupersededHandlerContextIsCancelled(t *testing.T) {
 		return nil // pretend it finished anyway: the commit must still be refused
 	}), append(opts, consumer.Name("A"))...)
 	runWorker(t, wA)
-	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("c1")); err != nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("c1")); err != nil {
 		t.Fatal(err)
 	}
 	<-aStarted
@@ -152,7 +152,7 @@ func TestSupersededHandlerContextIsCancelled(t *testing.T) {
 		return nil
 	}), append(opts, consumer.Name("B"))...)
 	runWorker(t, wB)
-	eventually(t, 10*time.Second, "B's commit", func() bool { return status(t, p, "c1").State == producer.StateDone })
+	testenv.Eventually(t, 10*time.Second, "B's commit", func() bool { return status(t, p, "c1").State == producer.StateDone })
 	px.Resume()
 	select {
 	case cause := <-aCause:
@@ -162,7 +162,7 @@ func TestSupersededHandlerContextIsCancelled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("A's handler context was not cancelled after it lost the job")
 	}
-	eventually(t, 5*time.Second, "A to count the reassignment", func() bool { return wA.Stats().Reassigned == 1 })
+	testenv.Eventually(t, 5*time.Second, "A to count the reassignment", func() bool { return wA.Stats().Reassigned == 1 })
 	if r := status(t, p, "c1"); string(r.Result) != "B" {
 		t.Fatalf("result %q, want B's", r.Result)
 	}
@@ -190,12 +190,12 @@ func TestKilledWorkerJobIsRedelivered(t *testing.T) {
 	ctxA, stopA := context.WithCancel(context.Background())
 	doneA := make(chan error, 1)
 	go func() { doneA <- wA.Run(ctxA) }()
-	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("k1")); err != nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("k1")); err != nil {
 		t.Fatal(err)
 	}
 	<-aStarted
-	eventually(t, 5*time.Second, "A's claim", func() bool {
-		r, err := p.Status(ctxFor(t, 5*time.Second), "k1")
+	testenv.Eventually(t, 5*time.Second, "A's claim", func() bool {
+		r, err := p.Status(testenv.Context(t, 5*time.Second), "k1")
 		return err == nil && r.State == producer.StateRunning && r.Worker.Name == "A"
 	})
 	ncA.Close() // the process "dies": nothing more from A reaches the server
@@ -208,7 +208,7 @@ func TestKilledWorkerJobIsRedelivered(t *testing.T) {
 		return nil
 	}), append(opts, consumer.Name("B"))...)
 	stopB := runWorker(t, wB)
-	eventually(t, 10*time.Second, "B's commit", func() bool { return status(t, p, "k1").State == producer.StateDone })
+	testenv.Eventually(t, 10*time.Second, "B's commit", func() bool { return status(t, p, "k1").State == producer.StateDone })
 	stopB()
 	if len(attempts) != 1 || attempts[0] != 2 {
 		t.Fatalf("B ran attempts %v, want [2]", attempts)
@@ -229,11 +229,11 @@ func TestCommittedButUnackedJobIsNotRunAgain(t *testing.T) {
 		ran <- j.ID()
 		return nil
 	}), consumer.AckWait(time.Second), consumer.Concurrency(1))
-	if _, err := p.Enqueue(ctxFor(t, 5*time.Second), nil, producer.ID("u1")); err != nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("u1")); err != nil {
 		t.Fatal(err)
 	}
 
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	cons, err := js.Consumer(ctx, "WORKQ_"+q, "workers")
 	if err != nil {
 		t.Fatal(err)
@@ -260,8 +260,8 @@ func TestCommittedButUnackedJobIsNotRunAgain(t *testing.T) {
 	// ...and the crashed worker never acks.
 
 	stop := runWorker(t, w)
-	eventually(t, 10*time.Second, "the redelivery to be acked", func() bool { return w.Stats().AlreadyDone == 1 })
-	eventually(t, 5*time.Second, "the job to leave the stream", func() bool { return pendingMessages(t, js, q) == 0 })
+	testenv.Eventually(t, 10*time.Second, "the redelivery to be acked", func() bool { return w.Stats().AlreadyDone == 1 })
+	testenv.Eventually(t, 5*time.Second, "the job to leave the stream", func() bool { return pendingMessages(t, js, q) == 0 })
 	stop()
 	select {
 	case id := <-ran:

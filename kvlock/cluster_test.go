@@ -16,7 +16,7 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 		t.Skip("cluster test")
 	}
 	cl := testenv.StartCluster(t, 3)
-	ctx := ctxT(t, 90*time.Second)
+	ctx := testenv.Context(t, 90*time.Second)
 	holder := newTestLocker(t, cl.JetStream(t), Replicas(3), Owner("holder"))
 	other := newTestLocker(t, cl.JetStream(t), Replicas(3), Owner("other"))
 
@@ -40,7 +40,7 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 	lk.mu.Lock()
 	renewed := lk.rev
 	lk.mu.Unlock()
-	eventually(t, 30*time.Second, "a renewal after the leader stopped", func() bool {
+	testenv.Eventually(t, 30*time.Second, "a renewal after the leader stopped", func() bool {
 		lk.mu.Lock()
 		defer lk.mu.Unlock()
 		return lk.rev > renewed

@@ -69,7 +69,7 @@ func (f *fenced) check(t *testing.T, wantGrants int) {
 func TestContentionNoOverlapTokensIncrease(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	const conns, perConn, goroutines = 4, 15, 2
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	res := newFenced(1)
 	var wg sync.WaitGroup
 	waits := make(chan time.Duration, conns*perConn*goroutines)
@@ -115,7 +115,7 @@ func TestContentionNoOverlapTokensIncrease(t *testing.T) {
 // The same through Do, with the token handed to fn, as a pool of locks keyed by id.
 func TestDoPoolByID(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	const ids, workers, rounds = 3, 4, 8
 	res := make([]*fenced, ids)
 	for i := range res {
@@ -163,7 +163,7 @@ func TestHandoffLatency(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	var lats []time.Duration
 	for range 20 {
 		lk, err := a.Acquire(ctx, "handoff")

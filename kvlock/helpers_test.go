@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/testenv"
 )
 
 // newTestLocker creates a Locker on js, failing the test on error.
@@ -22,25 +24,6 @@ func newTestLocker(t testing.TB, js jetstream.JetStream, opts ...Option) *Locker
 		t.Fatalf("New: %v", err)
 	}
 	return l
-}
-
-// ctxT is a context that ends with the test or after d.
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually waits until cond holds, failing the test after d.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // closedWithin reports whether ch closes within d.
@@ -76,7 +59,7 @@ func release(t testing.TB, lk *Lock) {
 // started watching (each Acquire that waits runs one watch).
 func waitForWatchers(t testing.TB, l *Locker, n int) {
 	t.Helper()
-	eventually(t, 10*time.Second, fmt.Sprintf("%d watching waiters", n), func() bool {
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("%d watching waiters", n), func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		info, err := l.stream.Info(ctx)

@@ -15,7 +15,7 @@ func TestBadInput(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	l := newTestLocker(t, js)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 
 	//lint:ignore SA1012 nil context is the bad input under test
 	if _, err := New(nil, js); !errors.Is(err, ErrInvalidArgument) { //nolint:staticcheck
@@ -107,7 +107,7 @@ func TestBadInput(t *testing.T) {
 func TestNamesAnyString(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	l := newTestLocker(t, env.JetStream(t))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	names := []string{"plain-Name_1", "user:42", "user_42", "s3://bucket/key", "a.b", "a b", "ünïcödé ✓",
 		"*", ">", "=", "\x00\xff", strings.Repeat("long", MaxNameLen/4)}
 	var held []*Lock
@@ -138,7 +138,7 @@ func TestNamesAnyString(t *testing.T) {
 func TestBucketWithoutLimitMarkers(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	if _, err := js.CreateKeyValue(ctx, jsKVConfig("PLAIN")); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestDoReportsLoss(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	l := newTestLocker(t, env.JetStream(t))
 	w := newTestLocker(t, env.JetStream(t))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	const lease = 200 * time.Millisecond
 	var token uint64
 	var held *Lock
@@ -197,7 +197,7 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	a := newTestLocker(t, env.JetStream(t), Metrics(reg))
 	b := newTestLocker(t, env.JetStream(t), Metrics(reg)) // shares the collectors
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	lk, err := a.Acquire(ctx, "m")
 	if err != nil {
 		t.Fatal(err)

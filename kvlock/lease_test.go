@@ -19,7 +19,7 @@ func TestRenewalKeepsLockThenFreesAfterHolderDies(t *testing.T) {
 	holderJS, _ := jetstream.New(holderConn)
 	holder := newTestLocker(t, holderJS)
 	other := newTestLocker(t, env.JetStream(t))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 
 	lk, err := holder.Acquire(ctx, "renewed", TTL(time.Second))
 	if err != nil {
@@ -104,7 +104,7 @@ func TestSubSecondLeaseTakeover(t *testing.T) {
 	old := newTestLocker(t, env.JetStream(t), Owner("old"))
 	waiter := newTestLocker(t, env.JetStream(t), Owner("new"))
 	third := newTestLocker(t, env.JetStream(t))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	const lease = 300 * time.Millisecond
 
 	lk, err := old.Acquire(ctx, "fast", TTL(lease))
@@ -188,7 +188,7 @@ func TestCutOffHolderLosesWithinLease(t *testing.T) {
 	nc := env.Conn(t)
 	js, _ := jetstream.New(nc)
 	l := newTestLocker(t, js)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	const lease = 200 * time.Millisecond
 	lk, err := l.Acquire(ctx, "cut", TTL(lease))
 	if err != nil {
@@ -216,7 +216,7 @@ func TestNoRenewFreesItself(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	const ttl = 300 * time.Millisecond
 	got := make(chan *Lock, 1)
 	first, err := a.Acquire(ctx, "self-freeing", TTL(ttl), NoRenew())

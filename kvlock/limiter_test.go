@@ -66,7 +66,7 @@ func TestWorstWindow(t *testing.T) {
 // fast as the limiter admits them for d, and returns the permits granted.
 func runLimiter(t *testing.T, env *testenv.Env, name string, n int, w, d time.Duration, useAllow bool) []permit {
 	t.Helper()
-	ctx := ctxT(t, d+30*time.Second)
+	ctx := testenv.Context(t, d+30*time.Second)
 	var (
 		mu  sync.Mutex
 		ps  []permit
@@ -152,7 +152,7 @@ func TestLimiterSubSecondWindowAllow(t *testing.T) {
 func TestLimiterConfigAndErrors(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	l := newTestLocker(t, env.JetStream(t))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	lim, err := l.Limiter(ctx, "cfg", 2, time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ func TestAcquireTryAcquireRelease(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	a := newTestLocker(t, env.JetStream(t), Owner("alice"))
 	b := newTestLocker(t, env.JetStream(t), Owner("bob"))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 
 	lk, err := a.Acquire(ctx, "invoice-42", TTL(2*time.Second))
 	if err != nil {
@@ -87,7 +87,7 @@ func TestAcquireTimeout(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	lk, err := a.Acquire(ctx, "report", TTL(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	lk, err := a.Acquire(ctx, "job")
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ func TestLockSurvivesServerRestart(t *testing.T) {
 	env := testenv.Start(t) // file storage
 	holder := newTestLocker(t, env.JetStream(t), Owner("holder"))
 	other := newTestLocker(t, env.JetStream(t))
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 
 	lk, err := holder.Acquire(ctx, "durable", TTL(5*time.Second))
 	if err != nil {
@@ -27,7 +27,7 @@ func TestLockSurvivesServerRestart(t *testing.T) {
 	env.Restart(t)
 
 	// The holder renews on the restarted server.
-	eventually(t, 15*time.Second, "a renewal after the restart", func() bool {
+	testenv.Eventually(t, 15*time.Second, "a renewal after the restart", func() bool {
 		lk.mu.Lock()
 		rev := lk.rev
 		lk.mu.Unlock()
@@ -104,7 +104,7 @@ func TestNewWaitsForServer(t *testing.T) {
 	}
 
 	// Started before the server, New returns once the server is up.
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	type result struct {
 		l   *Locker
 		err error

@@ -16,7 +16,7 @@ import (
 func TestSemaphoreAdmitsAtMostN(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	const n, workers, rounds = 3, 6, 6
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	res := newFenced(n)
 	var (
 		mu        sync.Mutex
@@ -64,7 +64,7 @@ func TestSemaphoreTryAcquireAndTakeover(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	l := newTestLocker(t, env.JetStream(t), Owner("holders"))
 	w := newTestLocker(t, env.JetStream(t), Owner("waiter"))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	sem, err := l.Semaphore("slots", 2)
 	if err != nil {
 		t.Fatal(err)

@@ -23,27 +23,9 @@ import (
 
 // ---- helpers ----
 
-func pctx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func mustNew(t *testing.T, js jetstream.JetStream, q string, opts ...producer.Option) *producer.Producer {
 	t.Helper()
-	p, err := producer.New(pctx(t, 20*time.Second), js, q, opts...)
+	p, err := producer.New(testenv.Context(t, 20*time.Second), js, q, opts...)
 	if err != nil {
 		t.Fatalf("producer.New(%q): %v", q, err)
 	}
@@ -52,11 +34,11 @@ func mustNew(t *testing.T, js jetstream.JetStream, q string, opts ...producer.Op
 
 func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) uint64 {
 	t.Helper()
-	s, err := js.Stream(pctx(t, 10*time.Second), stream)
+	s, err := js.Stream(testenv.Context(t, 10*time.Second), stream)
 	if err != nil {
 		t.Fatalf("stream %s: %v", stream, err)
 	}
-	info, err := s.Info(pctx(t, 10*time.Second))
+	info, err := s.Info(testenv.Context(t, 10*time.Second))
 	if err != nil {
 		t.Fatalf("stream %s info: %v", stream, err)
 	}
@@ -65,11 +47,11 @@ func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) uint64 {
 
 func storedJob(t *testing.T, js jetstream.JetStream, q, id string) *jetstream.RawStreamMsg {
 	t.Helper()
-	s, err := js.Stream(pctx(t, 10*time.Second), "WORKQ_"+q)
+	s, err := js.Stream(testenv.Context(t, 10*time.Second), "WORKQ_"+q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.GetLastMsgForSubject(pctx(t, 10*time.Second), "workq."+q+".jobs."+id)
+	m, err := s.GetLastMsgForSubject(testenv.Context(t, 10*time.Second), "workq."+q+".jobs."+id)
 	if err != nil {
 		t.Fatalf("stored job %s: %v", id, err)
 	}
@@ -84,14 +66,14 @@ func TestNewRejectsInvalidQueueNames(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	for _, q := range []string{"", "a.b", "a*", "a b", ">", "a>", "é", strings.Repeat("a", 65)} {
-		p, err := producer.New(pctx(t, 5*time.Second), js, q)
+		p, err := producer.New(testenv.Context(t, 5*time.Second), js, q)
 		if !errors.Is(err, producer.ErrInvalidName) || p != nil {
 			t.Errorf("New(%q) = %v, %v; want ErrInvalidName", q, p, err)
 		}
 	}
 	// Nothing was created for them.
 	n := 0
-	for range js.StreamNames(pctx(t, 5*time.Second)).Name() {
+	for range js.StreamNames(testenv.Context(t, 5*time.Second)).Name() {
 		n++
 	}
 	if n != 0 {
@@ -100,7 +82,7 @@ func TestNewRejectsInvalidQueueNames(t *testing.T) {
 	// The longest valid name works end to end.
 	long := strings.Repeat("q", 64)
 	p := mustNew(t, js, long)
-	if _, err := p.Enqueue(pctx(t, 5*time.Second), []byte("x"), producer.ID("j")); err != nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("x"), producer.ID("j")); err != nil {
 		t.Fatalf("enqueue on a 64-character queue: %v", err)
 	}
 }
@@ -109,10 +91,10 @@ func TestNewIsIdempotent(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p1 := mustNew(t, js, "idem")
-	if _, err := p1.Enqueue(pctx(t, 5*time.Second), []byte("x"), producer.ID("a")); err != nil {
+	if _, err := p1.Enqueue(testenv.Context(t, 5*time.Second), []byte("x"), producer.ID("a")); err != nil {
 		t.Fatal(err)
 	}
-	before, err := js.Stream(pctx(t, 5*time.Second), "WORKQ_idem")
+	before, err := js.Stream(testenv.Context(t, 5*time.Second), "WORKQ_idem")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +110,7 @@ func TestNewIsIdempotent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := producer.New(pctx(t, 10*time.Second), js, "idem")
+			_, err := producer.New(testenv.Context(t, 10*time.Second), js, "idem")
 			errs <- err
 		}()
 	}
@@ -139,12 +121,12 @@ func TestNewIsIdempotent(t *testing.T) {
 			t.Fatalf("concurrent New: %v", err)
 		}
 	}
-	w, err := consumer.New(pctx(t, 10*time.Second), js, "idem",
+	w, err := consumer.New(testenv.Context(t, 10*time.Second), js, "idem",
 		consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }), consumer.Logger(quietLog))
 	if err != nil || w == nil {
 		t.Fatalf("consumer.New after producers: %v", err)
 	}
-	after, err := js.Stream(pctx(t, 5*time.Second), "WORKQ_idem")
+	after, err := js.Stream(testenv.Context(t, 5*time.Second), "WORKQ_idem")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +137,7 @@ func TestNewIsIdempotent(t *testing.T) {
 		t.Fatalf("stream has %d messages after re-provisioning, want 1", n)
 	}
 	var names []string
-	for n := range js.StreamNames(pctx(t, 5*time.Second)).Name() {
+	for n := range js.StreamNames(testenv.Context(t, 5*time.Second)).Name() {
 		names = append(names, n)
 	}
 	slices.Sort(names)
@@ -174,25 +156,25 @@ func TestNewRefusesIncompatibleStream(t *testing.T) {
 		Retention: jetstream.LimitsPolicy,
 		Storage:   jetstream.MemoryStorage,
 	}
-	s, err := js.CreateStream(pctx(t, 5*time.Second), cfg)
+	s, err := js.CreateStream(testenv.Context(t, 5*time.Second), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(pctx(t, 5*time.Second), "workq.x.jobs", []byte("keep me")); err != nil {
+	if _, err := js.Publish(testenv.Context(t, 5*time.Second), "workq.x.jobs", []byte("keep me")); err != nil {
 		t.Fatal(err)
 	}
-	before, err := s.Info(pctx(t, 5*time.Second))
+	before, err := s.Info(testenv.Context(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := producer.New(pctx(t, 10*time.Second), js, "x")
+	p, err := producer.New(testenv.Context(t, 10*time.Second), js, "x")
 	if !errors.Is(err, producer.ErrIncompatible) || p != nil {
 		t.Fatalf("New over a Limits stream = %v, %v; want ErrIncompatible", p, err)
 	}
 	if !strings.Contains(err.Error(), "WORKQ_x") || !strings.Contains(strings.ToLower(err.Error()), "retention") {
 		t.Errorf("error does not say what is wrong with what: %v", err)
 	}
-	after, err := s.Info(pctx(t, 5*time.Second))
+	after, err := s.Info(testenv.Context(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +187,7 @@ func TestNewRefusesIncompatibleStream(t *testing.T) {
 func TestNewReplicasOnSingleNodeFailsFast(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
-	ctx := pctx(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	start := time.Now()
 	p, err := producer.New(ctx, js, "r3", producer.Replicas(3))
 	took := time.Since(start)
@@ -230,7 +212,7 @@ func TestEnqueueExplicitIDAndDuplicate(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "dup")
-	ctx := pctx(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	a, err := p.Enqueue(ctx, []byte("one"), producer.ID("order-42"))
 	if err != nil || a.ID != "order-42" || a.Duplicate || a.Sequence == 0 {
 		t.Fatalf("first Enqueue = %+v, %v", a, err)
@@ -256,7 +238,7 @@ func TestEnqueueGeneratedIDsUniqueAndSortable(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "gen")
-	ctx := pctx(t, 15*time.Second)
+	ctx := testenv.Context(t, 15*time.Second)
 	const n = 300
 	var ids []string
 	var last uint64
@@ -315,7 +297,7 @@ func TestEnqueueRejectsInvalidIDs(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "ids")
-	ctx := pctx(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	for _, id := range []string{" ", "a b", ".a", "a.", "a..b", "a*", "a>", "a\nb", strings.Repeat("x", 201)} {
 		info, err := p.Enqueue(ctx, []byte("x"), producer.ID(id))
 		if !errors.Is(err, producer.ErrInvalidName) {
@@ -345,7 +327,7 @@ func TestEnqueuePayloadTooLarge(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "big")
-	ctx := pctx(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	max := js.Conn().MaxPayload()
 	if max <= 0 {
 		t.Fatalf("MaxPayload = %d", max)
@@ -378,7 +360,7 @@ func TestEnqueueHeaders(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "hdr")
-	ctx := pctx(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("neg"), producer.MaxAttempts(-1)); err == nil {
 		t.Fatal("MaxAttempts(-1) accepted")
 	}
@@ -457,7 +439,7 @@ func TestEnqueueBatchLarge(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	res, err := p.EnqueueBatch(pctx(t, 30*time.Second), jobs)
+	res, err := p.EnqueueBatch(testenv.Context(t, 30*time.Second), jobs)
 	took := time.Since(start)
 	close(stop)
 	<-sampled
@@ -499,7 +481,7 @@ func TestEnqueueBatchMixedValidity(t *testing.T) {
 	for i, id := range ids {
 		jobs[i] = producer.Job{ID: id, Payload: []byte(id)}
 	}
-	res, err := p.EnqueueBatch(pctx(t, 10*time.Second), jobs)
+	res, err := p.EnqueueBatch(testenv.Context(t, 10*time.Second), jobs)
 	if !errors.Is(err, producer.ErrBatch) {
 		t.Fatalf("EnqueueBatch err = %v, want ErrBatch", err)
 	}
@@ -526,7 +508,7 @@ func TestEnqueueBatchDuplicates(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "bdup")
-	ctx := pctx(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	jobs := []producer.Job{{ID: "d1"}, {ID: "d2"}, {ID: "d1", Payload: []byte("again")}, {ID: "d3"}}
 	res, err := p.EnqueueBatch(ctx, jobs)
 	if err != nil {
@@ -593,7 +575,7 @@ func TestEnqueueBatchCancelledContext(t *testing.T) {
 func concurrentBatches(t *testing.T, js jetstream.JetStream, q string, batches, perBatch int, opts ...producer.Option) {
 	t.Helper()
 	p := mustNew(t, js, q, opts...)
-	ctx := pctx(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	var maxPending atomic.Int64
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
@@ -672,7 +654,7 @@ func TestStatusLifecycle(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "st")
-	ctx := pctx(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	if _, err := p.Status(ctx, "nope"); !errors.Is(err, producer.ErrNotFound) {
 		t.Fatalf("Status of an unknown id: %v", err)
 	}
@@ -707,7 +689,7 @@ func TestStatusLifecycle(t *testing.T) {
 		}
 	}()
 	var last *producer.Record
-	waitFor(t, 10*time.Second, "job s1 done", func() bool {
+	testenv.Eventually(t, 10*time.Second, "job s1 done", func() bool {
 		r, err := p.Status(ctx, "s1")
 		if err != nil {
 			t.Fatalf("Status while working: %v", err)
@@ -720,7 +702,7 @@ func TestStatusLifecycle(t *testing.T) {
 		t.Fatalf("done record: %+v", last)
 	}
 	// The job left the work queue; Status still finds the record.
-	waitFor(t, 5*time.Second, "stream empty", func() bool { return streamMsgs(t, js, "WORKQ_st") == 0 })
+	testenv.Eventually(t, 5*time.Second, "stream empty", func() bool { return streamMsgs(t, js, "WORKQ_st") == 0 })
 	if r, err := p.Status(ctx, "s1"); err != nil || r.State != producer.StateDone {
 		t.Fatalf("Status after ack: %+v, %v", r, err)
 	}
@@ -734,16 +716,7 @@ func TestStatusLifecycle(t *testing.T) {
 func TestNewWaitsForUnreachableServer(t *testing.T) {
 	env := testenv.Start(t)
 	env.Stop()
-	nc, err := nats.Connect(env.URL(), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
-		nats.ReconnectWait(50*time.Millisecond), nats.ReconnectJitter(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := env.JetStream(t) // connects once the server is back
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -766,7 +739,7 @@ func TestNewWaitsForUnreachableServer(t *testing.T) {
 		restarted <- env.Server.Restart()
 	}()
 	start = time.Now()
-	p, err = producer.New(pctx(t, 10*time.Second), js, "late")
+	p, err = producer.New(testenv.Context(t, 10*time.Second), js, "late")
 	if rerr := <-restarted; rerr != nil {
 		t.Fatal(rerr)
 	}
@@ -776,7 +749,7 @@ func TestNewWaitsForUnreachableServer(t *testing.T) {
 	if took := time.Since(start); took < 400*time.Millisecond {
 		t.Fatalf("New returned after %s, before the server was up", took)
 	}
-	if _, err := p.Enqueue(pctx(t, 5*time.Second), []byte("x"), producer.ID("after")); err != nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("x"), producer.ID("after")); err != nil {
 		t.Fatal(err)
 	}
 }

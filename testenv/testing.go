@@ -34,7 +34,8 @@ func (e *Env) Restart(t testing.TB) {
 }
 
 // Conn connects to the server with the credentials it was started with, reconnecting
-// forever every 50ms; the connection is closed when the test ends.
+// forever every 50ms; the connection is closed when the test ends. A server that is
+// stopped (Stop) is connected to once it is back.
 func (e *Env) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	if e.opts.Username != "" {
@@ -96,6 +97,7 @@ func connect(t testing.TB, url string, opts ...nats.Option) *nats.Conn {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(50 * time.Millisecond),
 		nats.ReconnectJitter(0, 0),
+		nats.RetryOnFailedConnect(true),
 		nats.Timeout(5 * time.Second),
 	}
 	nc, err := nats.Connect(url, append(base, opts...)...)
