@@ -1,0 +1,296 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/queue"
+)
+
+// ErrNoDeadLetter means no dead letter matches the selection.
+var ErrNoDeadLetter = errors.New("no such dead letter")
+
+// DeadLetter is one message of a queue's dead-letter stream.
+type DeadLetter struct {
+	Sequence uint64              `json:"sequence"` // in the dead-letter stream
+	JobID    string              `json:"job_id"`
+	Kind     string              `json:"kind,omitempty"`
+	Attempts int                 `json:"attempts"`
+	Error    string              `json:"error"`
+	DeadAt   time.Time           `json:"dead_at"`
+	Subject  string              `json:"original_subject"`
+	OrigSeq  uint64              `json:"original_sequence"`
+	Size     int                 `json:"size"`
+	Payload  []byte              `json:"payload,omitempty"` // base64 in JSON
+	Header   map[string][]string `json:"headers,omitempty"`
+}
+
+func deadLetterOf(seq uint64, t time.Time, h nats.Header, data []byte, withBody bool) DeadLetter {
+	d := DeadLetter{
+		Sequence: seq,
+		JobID:    h.Get(queue.HeaderDeadID),
+		Kind:     h.Get(queue.HeaderKind),
+		Error:    h.Get(queue.HeaderDeadError),
+		Subject:  h.Get(queue.HeaderDeadSubject),
+		Size:     len(data),
+	}
+	d.Attempts, _ = strconv.Atoi(h.Get(queue.HeaderDeadAttempts))
+	d.OrigSeq, _ = strconv.ParseUint(h.Get(queue.HeaderDeadSequence), 10, 64)
+	if at, err := time.Parse(time.RFC3339Nano, h.Get(queue.HeaderDeadAt)); err == nil {
+		d.DeadAt = at
+	} else {
+		d.DeadAt = t
+	}
+	if withBody {
+		d.Payload = data
+		d.Header = h
+	}
+	return d
+}
+
+// deadStream returns the queue's dead-letter stream; a queue without one has none.
+func deadStream(ctx context.Context, js jetstream.JetStream, name string) (queue.Names, jetstream.Stream, error) {
+	n, err := queue.NamesFor(name)
+	if err != nil {
+		return n, nil, err
+	}
+	if _, err := jobsStream(ctx, js, n); err != nil {
+		return n, nil, err
+	}
+	var s jetstream.Stream
+	err = jsx.Retry(ctx, func(ctx context.Context) error {
+		var err error
+		s, err = js.Stream(ctx, n.DeadStream)
+		return err
+	})
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return n, nil, nil
+	}
+	if err != nil {
+		return n, nil, fmt.Errorf("queue %s: dead letters %s: %w", n.Queue, n.DeadStream, err)
+	}
+	return n, s, nil
+}
+
+// DeadLetters returns up to limit dead letters of the queue, oldest first (limit ≤ 0:
+// all), with payloads and headers if withBody.
+func DeadLetters(ctx context.Context, js jetstream.JetStream, name string, limit int, withBody bool) ([]DeadLetter, error) {
+	n, s, err := deadStream(ctx, js, name)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	var out []DeadLetter
+	err = scan(ctx, js, s, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
+		out = append(out, deadLetterOf(md.Sequence.Stream, md.Timestamp, m.Headers(), m.Data(), withBody))
+		return limit <= 0 || len(out) < limit
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: read dead letters: %w", n.Queue, err)
+	}
+	return out, nil
+}
+
+// scan reads the stream from its start with an ordered consumer, calling fn on every
+// message until fn returns false or the messages present at the start are read.
+func scan(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, fn func(jetstream.Msg, *jetstream.MsgMetadata) bool) error {
+	info, err := s.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.State.Msgs == 0 {
+		return nil
+	}
+	last := info.State.LastSeq
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return err
+	}
+	for {
+		batch, err := c.Fetch(256, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			md, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			if md.Sequence.Stream > last || !fn(m, md) || md.NumPending == 0 || md.Sequence.Stream == last {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return err
+		}
+		if got == 0 {
+			return nil // nothing more arrived within the wait
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// Selection picks dead letters: every one, or those with one of the job ids or
+// dead-letter sequences given.
+type Selection struct {
+	All       bool
+	IDs       []string
+	Sequences []uint64
+}
+
+func (sel Selection) match(d DeadLetter) bool {
+	if sel.All {
+		return true
+	}
+	for _, id := range sel.IDs {
+		if d.JobID == id {
+			return true
+		}
+	}
+	for _, seq := range sel.Sequences {
+		if d.Sequence == seq {
+			return true
+		}
+	}
+	return false
+}
+
+func (sel Selection) String() string {
+	if sel.All {
+		return "all"
+	}
+	var parts []string
+	parts = append(parts, sel.IDs...)
+	for _, s := range sel.Sequences {
+		parts = append(parts, "#"+strconv.FormatUint(s, 10))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Requeued is one dead letter put back on its queue.
+type Requeued struct {
+	JobID    string `json:"job_id"`
+	DeadSeq  uint64 `json:"dead_sequence"`
+	Sequence uint64 `json:"sequence"` // the job's new stream sequence
+}
+
+// Requeue puts the selected dead letters back on their queue as new instances of
+// their jobs, oldest first, and returns those it requeued. Each is published to
+// workq.<queue>.jobs.<id> with its payload and its original headers (without the
+// dead-letter ones) and the message id "<id>:requeue:<dead sequence>" — not a job id,
+// so the worker takes the id from the subject, while the server's dedup makes a
+// repeated requeue of the same dead letter store it once (within the queue's
+// duplicate window). Only once the server has stored it is the dead letter deleted:
+// an interrupted requeue loses nothing, and running it again completes it. progress,
+// if not nil, is called after each one. On error the requeued so far are returned.
+func Requeue(ctx context.Context, js jetstream.JetStream, name string, sel Selection, progress func(Requeued)) ([]Requeued, error) {
+	n, s, err := deadStream(ctx, js, name)
+	if err != nil {
+		return nil, err
+	}
+	var todo []DeadLetter
+	if s != nil {
+		err = scan(ctx, js, s, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
+			d := deadLetterOf(md.Sequence.Stream, md.Timestamp, m.Headers(), m.Data(), true)
+			if sel.match(d) {
+				todo = append(todo, d)
+			}
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: read dead letters: %w", n.Queue, err)
+		}
+	}
+	if len(todo) == 0 {
+		if sel.All {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("queue %s: %w: %s", n.Queue, ErrNoDeadLetter, sel)
+	}
+	var done []Requeued
+	for _, d := range todo {
+		r, err := requeueOne(ctx, js, s, n, d)
+		if err != nil {
+			return done, err
+		}
+		done = append(done, r)
+		if progress != nil {
+			progress(r)
+		}
+	}
+	return done, nil
+}
+
+func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n queue.Names, d DeadLetter) (Requeued, error) {
+	id := d.JobID
+	if queue.CheckID(id) != nil {
+		// A dead letter from another tool: fall back on the original subject's id.
+		id, _ = strings.CutPrefix(d.Subject, n.JobsPrefix)
+		if queue.CheckID(id) != nil {
+			return Requeued{}, fmt.Errorf("queue %s: dead letter #%d has no usable job id (%q)", n.Queue, d.Sequence, d.JobID)
+		}
+	}
+	h := nats.Header{}
+	for k, v := range d.Header {
+		if strings.HasPrefix(k, "Workq-") && isDeadHeader(k) || k == queue.HeaderID {
+			continue
+		}
+		h[k] = v
+	}
+	h.Set(queue.HeaderID, fmt.Sprintf("%s:requeue:%d", id, d.Sequence))
+	msg := &nats.Msg{Subject: n.JobSubject(id), Data: d.Payload, Header: h}
+	var ack *jetstream.PubAck
+	err := jsx.Retry(ctx, func(ctx context.Context) error {
+		var err error
+		ack, err = js.PublishMsg(ctx, msg, jetstream.WithExpectStream(n.Stream))
+		return err
+	})
+	if err != nil {
+		return Requeued{}, fmt.Errorf("queue %s: requeue job %s (dead letter #%d): %w", n.Queue, id, d.Sequence, err)
+	}
+	err = jsx.Retry(ctx, func(ctx context.Context) error {
+		err := s.DeleteMsg(ctx, d.Sequence)
+		if errors.Is(err, jetstream.ErrMsgNotFound) || jsx.HasCode(err, jetstream.JSErrCodeMessageNotFound) {
+			return nil // deleted by a concurrent requeue
+		}
+		return err
+	})
+	if err != nil {
+		return Requeued{}, fmt.Errorf("queue %s: job %s requeued as #%d, but deleting dead letter #%d failed (run the requeue again to finish it): %w",
+			n.Queue, id, ack.Sequence, d.Sequence, err)
+	}
+	return Requeued{JobID: id, DeadSeq: d.Sequence, Sequence: ack.Sequence}, nil
+}
+
+func isDeadHeader(k string) bool {
+	switch k {
+	case queue.HeaderDeadID, queue.HeaderDeadAttempts, queue.HeaderDeadError, queue.HeaderDeadSubject,
+		queue.HeaderDeadSequence, queue.HeaderDeadQueue, queue.HeaderDeadAt:
+		return true
+	}
+	return false
+}
+
+// PurgeDead deletes every dead letter of the queue and returns how many it deleted.
+func PurgeDead(ctx context.Context, js jetstream.JetStream, name string) (uint64, error) {
+	n, s, err := deadStream(ctx, js, name)
+	if err != nil || s == nil {
+		return 0, err
+	}
+	before := s.CachedInfo().State.Msgs
+	if err := jsx.Retry(ctx, func(ctx context.Context) error { return s.Purge(ctx) }); err != nil {
+		return 0, fmt.Errorf("queue %s: purge dead letters %s: %w", n.Queue, n.DeadStream, err)
+	}
+	return before, nil
+}

@@ -1,0 +1,229 @@
+// Package admin holds the operator's operations on workq queues that the public
+// packages do not offer: listing and inspecting queues, purging and removing them,
+// and browsing, requeuing and purging dead letters. It reads and writes the wire
+// format defined by internal/queue and never creates a queue as a side effect.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/queue"
+)
+
+// ErrNoQueue means the queue's jobs stream does not exist.
+var ErrNoQueue = errors.New("no such queue")
+
+// QueueInfo is a queue's state as the server reports it.
+type QueueInfo struct {
+	Name        string    `json:"name"`
+	Stream      string    `json:"stream"`
+	Jobs        uint64    `json:"jobs"`        // messages in the jobs stream: queued, running or retrying
+	Bytes       uint64    `json:"bytes"`       // their size
+	Pending     uint64    `json:"pending"`     // not yet delivered to a worker (0 without a consumer: see Jobs)
+	Running     int       `json:"running"`     // delivered and not yet acknowledged
+	Redelivered int       `json:"redelivered"` // of those, delivered more than once
+	Waiting     int       `json:"waiting"`     // pull requests from workers waiting for jobs
+	Dead        uint64    `json:"dead"`        // dead letters
+	Records     uint64    `json:"records"`     // job records in the bucket (live and markers)
+	Workers     bool      `json:"workers"`     // the workers' consumer exists
+	AckWait     Duration  `json:"ack_wait"`    // the workers' AckWait, 0 without a consumer
+	Duplicates  Duration  `json:"duplicates"`  // the dedup window for job ids
+	RecordTTL   Duration  `json:"record_ttl"`  // how long job records live
+	Replicas    int       `json:"replicas"`
+	Storage     string    `json:"storage"`
+	Created     time.Time `json:"created"`
+	FirstJob    time.Time `json:"first_job,omitzero"` // when the oldest job was stored
+}
+
+// Names checks name and returns the queue's object names.
+func Names(name string) (queue.Names, error) { return queue.NamesFor(name) }
+
+// jobsStream returns the queue's jobs stream or ErrNoQueue.
+func jobsStream(ctx context.Context, js jetstream.JetStream, n queue.Names) (jetstream.Stream, error) {
+	var s jetstream.Stream
+	err := jsx.Retry(ctx, func(ctx context.Context) error {
+		var err error
+		s, err = js.Stream(ctx, n.Stream)
+		return err
+	})
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("queue %s not found (no stream %s): %w", n.Queue, n.Stream, ErrNoQueue)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: %w", n.Queue, err)
+	}
+	return s, nil
+}
+
+// Exists returns nil if the queue exists, an error wrapping ErrNoQueue if it does not.
+func Exists(ctx context.Context, js jetstream.JetStream, name string) error {
+	n, err := queue.NamesFor(name)
+	if err != nil {
+		return err
+	}
+	_, err = jobsStream(ctx, js, n)
+	return err
+}
+
+// ListQueues returns the info of every workq queue on the server, by name.
+func ListQueues(ctx context.Context, js jetstream.JetStream) ([]QueueInfo, error) {
+	var names []string
+	err := jsx.Retry(ctx, func(ctx context.Context) error {
+		names = names[:0]
+		l := js.ListStreams(ctx, jetstream.WithStreamListSubject("workq.*.jobs"))
+		for si := range l.Info() {
+			q, ok := strings.CutPrefix(si.Config.Name, "WORKQ_")
+			if !ok {
+				continue
+			}
+			if n, err := queue.NamesFor(q); err != nil || n.Stream != si.Config.Name || !contains(si.Config.Subjects, n.JobsSubject) {
+				continue
+			}
+			names = append(names, q)
+		}
+		return l.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	sort.Strings(names)
+	out := make([]QueueInfo, 0, len(names))
+	for _, q := range names {
+		info, err := Info(ctx, js, q)
+		if errors.Is(err, ErrNoQueue) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *info)
+	}
+	return out, nil
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Info returns the state of queue name, or an error wrapping ErrNoQueue.
+func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo, error) {
+	n, err := queue.NamesFor(name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := jobsStream(ctx, js, n)
+	if err != nil {
+		return nil, err
+	}
+	si := s.CachedInfo()
+	qi := &QueueInfo{
+		Name: n.Queue, Stream: n.Stream, Jobs: si.State.Msgs, Bytes: si.State.Bytes, Pending: si.State.Msgs,
+		Duplicates: Duration(si.Config.Duplicates), Replicas: si.Config.Replicas, Storage: si.Config.Storage.String(),
+		Created: si.Created,
+	}
+	if si.State.Msgs > 0 {
+		qi.FirstJob = si.State.FirstTime
+	}
+	err = jsx.Retry(ctx, func(ctx context.Context) error {
+		c, err := s.Consumer(ctx, n.Consumer)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ci := c.CachedInfo()
+		qi.Workers, qi.AckWait = true, Duration(ci.Config.AckWait)
+		qi.Pending, qi.Running, qi.Redelivered, qi.Waiting = ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: consumer %s: %w", n.Queue, n.Consumer, err)
+	}
+	err = jsx.Retry(ctx, func(ctx context.Context) error {
+		d, err := js.Stream(ctx, n.DeadStream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		qi.Dead = d.CachedInfo().State.Msgs
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: dead letters %s: %w", n.Queue, n.DeadStream, err)
+	}
+	err = jsx.Retry(ctx, func(ctx context.Context) error {
+		b, err := js.Stream(ctx, "KV_"+n.Bucket)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		qi.Records, qi.RecordTTL = b.CachedInfo().State.Msgs, Duration(b.CachedInfo().Config.MaxAge)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: job records %s: %w", n.Queue, n.Bucket, err)
+	}
+	return qi, nil
+}
+
+// Purge removes every job waiting in the queue (not its dead letters, nor its job
+// records) and returns how many were removed. Jobs running at the time are removed
+// from the stream too; their workers' commits still land in the job records.
+func Purge(ctx context.Context, js jetstream.JetStream, name string) (uint64, error) {
+	n, err := queue.NamesFor(name)
+	if err != nil {
+		return 0, err
+	}
+	s, err := jobsStream(ctx, js, n)
+	if err != nil {
+		return 0, err
+	}
+	before := s.CachedInfo().State.Msgs
+	if err := jsx.Retry(ctx, func(ctx context.Context) error { return s.Purge(ctx) }); err != nil {
+		return 0, fmt.Errorf("purge queue %s (stream %s): %w", n.Queue, n.Stream, err)
+	}
+	return before, nil
+}
+
+// Remove deletes the queue: its jobs stream with its workers' consumer, its dead
+// letters and its job records. Workers still running on it stop with an error.
+func Remove(ctx context.Context, js jetstream.JetStream, name string) error {
+	n, err := queue.NamesFor(name)
+	if err != nil {
+		return err
+	}
+	if _, err := jobsStream(ctx, js, n); err != nil {
+		return err
+	}
+	for _, stream := range []string{n.Stream, n.DeadStream, "KV_" + n.Bucket} {
+		err := jsx.Retry(ctx, func(ctx context.Context) error {
+			err := js.DeleteStream(ctx, stream)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("remove queue %s: delete stream %s: %w", n.Queue, stream, err)
+		}
+	}
+	return nil
+}
