@@ -235,7 +235,12 @@ func TestBadInputPlainPublishIsAJob(t *testing.T) {
 		}
 	}
 	for id := range want {
-		testenv.Eventually(t, 10*time.Second, id+" done", func() bool { return status(t, p, id).State == producer.StateDone })
+		// A plain publish has no per-job subject, so Status finds it only once its
+		// record is written (at commit, for a fast first attempt).
+		testenv.Eventually(t, 10*time.Second, id+" done", func() bool {
+			r, err := p.Status(testenv.Context(t, 5*time.Second), id)
+			return err == nil && r.State == producer.StateDone
+		})
 		if r := status(t, p, id); r.Attempt != 1 {
 			t.Errorf("record %s: %+v", id, r)
 		}
