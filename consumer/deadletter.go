@@ -39,6 +39,7 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 	})
 	if err != nil {
 		w.stats.errors.Add(1)
+		j.metrics.failed.Inc()
 		w.log.Error("publishing dead letter failed; the job will be redelivered", "job", j.id, "err", err)
 		_ = j.msg.NakWithDelay(w.cfg.backoff(1))
 		return
@@ -48,6 +49,7 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 	}
 	if fence || !j.fenced {
 		w.stats.dead.Add(1)
+		j.metrics.dead.Inc()
 		w.log.Warn(fmt.Sprintf("job %s moved to dead letters", j.id), "job", j.id, "attempt", j.attempt, "reason", firstLine(reason))
 	}
 }

@@ -18,6 +18,7 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 	if err != nil {
 		// Without a claim nothing may run; the delivery comes back after AckWait.
 		w.stats.errors.Add(1)
+		j.metrics.failed.Inc()
 		w.log.Warn("claim failed; job will be redelivered", "job", j.id, "err", err)
 		_ = j.msg.NakWithDelay(w.cfg.backoff(1))
 		return
@@ -33,6 +34,7 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 		return
 	case stale:
 		w.stats.stale.Add(1)
+		j.metrics.stale.Inc()
 		return
 	case busy:
 		w.stats.busy.Add(1)
@@ -163,6 +165,7 @@ func (w *Worker) commit(ctx context.Context, j *Job) {
 		return
 	}
 	w.stats.committed.Add(1)
+	j.metrics.committed.Inc()
 	w.ack(ctx, j)
 }
 
@@ -207,6 +210,7 @@ func (w *Worker) fail(ctx context.Context, j *Job, herr error) {
 		return
 	}
 	w.stats.retried.Add(1)
+	j.metrics.retried.Inc()
 	_ = j.msg.NakWithDelay(delay)
 }
 
@@ -231,6 +235,7 @@ func (w *Worker) outcomeFailed(j *Job, what string, err error) {
 		return
 	}
 	w.stats.errors.Add(1)
+	j.metrics.failed.Inc()
 	w.log.Error(what+" failed; the job will be redelivered", "job", j.id, "err", err)
 }
 
@@ -238,6 +243,7 @@ func (w *Worker) outcomeFailed(j *Job, what string, err error) {
 // not ack: the job belongs to the new owner.
 func (w *Worker) reassigned(j *Job, why string) {
 	w.stats.reassigned.Add(1)
+	j.metrics.reassigned.Inc()
 	w.log.Warn(fmt.Sprintf("job %s was reassigned", j.id), "job", j.id, "attempt", j.attempt,
 		"token", j.token(), "why", why)
 }

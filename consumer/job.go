@@ -27,6 +27,7 @@ type Job struct {
 	attempt     int
 	result      []byte
 	fenced      bool
+	metrics     *kindMetrics // the series of this job's queue and kind
 
 	mu     sync.Mutex
 	claim  *record.Record          // fenced: this run's claim; Revision 0 until written
@@ -38,6 +39,7 @@ func (w *Worker) newJob(msg jetstream.Msg, md *jetstream.MsgMetadata) *Job {
 	h := msg.Headers()
 	j := &Job{w: w, msg: msg, md: md, kind: h.Get(queue.HeaderKind), maxAttempts: w.cfg.maxAttempts, fenced: !w.cfg.unfenced}
 	j.id = jobID(w.names, msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
+	j.metrics = w.metrics.kinds.Get(j.kind)
 	if n, err := strconv.Atoi(h.Get(queue.HeaderMaxAttempts)); err == nil && n > 0 {
 		j.maxAttempts = n
 	}

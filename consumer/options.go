@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/workq/workq/internal/queue"
 )
 
@@ -30,6 +32,7 @@ type config struct {
 	prefetch      int
 	middleware    []Middleware
 	queue         queue.Config
+	registerer    prometheus.Registerer
 }
 
 func defaults() config {
@@ -208,6 +211,23 @@ func Logger(l *slog.Logger) Option {
 			return fmt.Errorf("consumer: nil logger")
 		}
 		c.logger = l
+		return nil
+	}
+}
+
+// Metrics registers the worker's metrics on reg, labelled by queue (and kind and
+// outcome where they apply): workq_jobs_processed_total{outcome=committed|retried|
+// dead|reassigned|stale|failed}, workq_job_handler_duration_seconds,
+// workq_job_wait_seconds, workq_jobs_in_flight, workq_heartbeats_total and
+// workq_redeliveries_total. The kind label takes the first 50 distinct job kinds a
+// process sees per queue; later kinds are counted as "other", so that kinds set by
+// any publisher cannot create unbounded series. Job ids are never labels. Several
+// workers (and producers and lockers) may share one registry; workers of the same
+// queue then share their series. Default: no metrics, so that nothing is registered
+// on a registry you did not choose; a nil reg keeps that default.
+func Metrics(reg prometheus.Registerer) Option {
+	return func(c *config) error {
+		c.registerer = reg
 		return nil
 	}
 }

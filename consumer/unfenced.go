@@ -19,6 +19,7 @@ func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
 			return
 		}
 		w.stats.committed.Add(1)
+		j.metrics.committed.Inc()
 		if j.md.NumDelivered > 1 {
 			// A retried job has a record saying it failed: say it is done now.
 			w.putRecord(ctx, j, record.Done, nil, 0)
@@ -39,6 +40,7 @@ func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
 		}
 		w.putRecord(ctx, j, record.Retrying, herr, delay)
 		w.stats.retried.Add(1)
+		j.metrics.retried.Inc()
 		_ = j.msg.NakWithDelay(delay)
 	}
 }

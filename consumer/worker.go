@@ -42,6 +42,7 @@ type Worker struct {
 	log      *slog.Logger
 	identity record.Worker
 	stats    counters
+	metrics  *workerMetrics
 	running  atomic.Bool
 
 	finishing chan struct{}  // bounds background outcome writes
@@ -76,13 +77,17 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
+	m, err := newMetrics(cfg.registerer, names.Queue)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: queue %s: register metrics: %w", names.Queue, err)
+	}
 	objs, err := queue.Provision(ctx, js, names, cfg.queue)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	w := &Worker{
 		js: js, names: names, objects: objs, records: record.Store{JS: js, KV: objs.Records, Bucket: names.Bucket},
-		handler: Chain(h, cfg.middleware...), cfg: cfg,
+		handler: Chain(h, cfg.middleware...), cfg: cfg, metrics: m,
 		log: cfg.logger.With("queue", queueName, "worker", cfg.name),
 	}
 	host, _ := os.Hostname()
@@ -185,6 +190,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	}
 	if md.NumDelivered > 1 {
 		w.stats.redelivered.Add(1)
+		w.metrics.redeliveries.Inc()
 	}
 	j := w.newJob(msg, md)
 	if w.cfg.unfenced {
@@ -219,7 +225,14 @@ func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 		})
 	}
 	w.stats.started.Add(1)
+	start := time.Now()
+	if j.md.NumDelivered == 1 {
+		j.metrics.observeWait(j.md.Timestamp, start)
+	}
+	w.metrics.inFlight.Inc()
 	err = safeCall(hctx, w.handler, j)
+	j.metrics.duration.Observe(time.Since(start).Seconds())
+	w.metrics.inFlight.Dec()
 	if claimTimer != nil {
 		claimTimer.Stop()
 	}
@@ -255,6 +268,7 @@ func (w *Worker) heartbeat(j *Job, cancel context.CancelCauseFunc) (stop func())
 		}
 		if err := j.msg.InProgress(); err == nil {
 			w.stats.heartbeats.Add(1)
+			w.metrics.heartbeats.Inc()
 		}
 		t.Reset(w.cfg.heartbeat)
 	})

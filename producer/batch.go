@@ -38,7 +38,9 @@ type pending struct {
 // ended — jobs whose acknowledgement had not arrived by then carry that error too,
 // though the server may have stored them; enqueuing the same batch again is safe.
 func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, error) {
+	start := time.Now()
 	res := make([]Result, len(jobs))
+	defer p.countBatch(start, res)
 	window := make([]pending, 0, min(p.cfg.maxInFlight, len(jobs)))
 	failed := 0
 	fail := func(i int, err error) {
@@ -129,4 +131,23 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 		return res, fmt.Errorf("producer: batch of %d on queue %s: %d failed: %w", len(jobs), p.names.Queue, failed, ErrBatch)
 	}
 	return res, nil
+}
+
+// countBatch updates the metrics once a batch is settled.
+func (p *Producer) countBatch(start time.Time, res []Result) {
+	p.metrics.batchTime.Observe(time.Since(start).Seconds())
+	var stored, dups, failed float64
+	for i := range res {
+		switch {
+		case res[i].Err != nil:
+			failed++
+		case res[i].Duplicate:
+			dups++
+		default:
+			stored++
+		}
+	}
+	p.metrics.enqueued.Add(stored)
+	p.metrics.duplicates.Add(dups)
+	p.metrics.errors.Add(failed)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,11 +40,20 @@ func (p *Producer) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueO
 	}
 	msg, err := p.message(&j)
 	if err != nil {
+		p.metrics.errors.Inc()
 		return JobInfo{}, err
 	}
+	start := time.Now()
 	ack, err := p.publish(ctx, msg)
+	p.metrics.enqueueTime.Observe(time.Since(start).Seconds())
 	if err != nil {
+		p.metrics.errors.Inc()
 		return JobInfo{ID: j.ID}, fmt.Errorf("producer: enqueue job %s on queue %s: %w", j.ID, p.names.Queue, err)
+	}
+	if ack.Duplicate {
+		p.metrics.duplicates.Inc()
+	} else {
+		p.metrics.enqueued.Inc()
 	}
 	return JobInfo{ID: j.ID, Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }

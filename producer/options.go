@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/workq/workq/internal/queue"
 )
@@ -16,6 +17,7 @@ type config struct {
 	queue       queue.Config
 	maxInFlight int
 	ackTimeout  time.Duration
+	registerer  prometheus.Registerer
 }
 
 // Replicas sets the replica count of the queue's streams and bucket when this
@@ -85,6 +87,21 @@ func AckTimeout(d time.Duration) Option {
 			return fmt.Errorf("producer: ack timeout %s: want > 0", d)
 		}
 		c.ackTimeout = d
+		return nil
+	}
+}
+
+// Metrics registers the producer's metrics on reg, labelled by queue:
+// workq_jobs_enqueued_total, workq_enqueue_duplicates_total,
+// workq_enqueue_errors_total, workq_enqueue_duration_seconds and
+// workq_enqueue_batch_duration_seconds. Several producers (and workers and lockers)
+// may share one registry; producers of the same queue then share their series.
+// Default: no metrics, so that nothing is registered on a registry you did not
+// choose; a nil reg keeps that default. NewQueueCollector exports the queue's depth,
+// read from the server.
+func Metrics(reg prometheus.Registerer) Option {
+	return func(c *config) error {
+		c.registerer = reg
 		return nil
 	}
 }

@@ -34,6 +34,7 @@ type Producer struct {
 	objects *queue.Objects
 	records record.Store
 	cfg     config
+	metrics *producerMetrics
 }
 
 // New returns a producer for queue, creating the queue's streams and bucket if they
@@ -49,11 +50,15 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
+	m, err := newMetrics(cfg.registerer, names.Queue)
+	if err != nil {
+		return nil, fmt.Errorf("producer: queue %s: register metrics: %w", names.Queue, err)
+	}
 	objs, err := queue.Provision(ctx, js, names, cfg.queue)
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	return &Producer{js: js, names: names, objects: objs, records: record.Store{JS: js, KV: objs.Records, Bucket: names.Bucket}, cfg: cfg}, nil
+	return &Producer{js: js, names: names, objects: objs, records: record.Store{JS: js, KV: objs.Records, Bucket: names.Bucket}, cfg: cfg, metrics: m}, nil
 }
 
 // Queue is the queue's name.

@@ -19,6 +19,7 @@ func (a *app) serverCommand() *cobra.Command {
 		port       int
 		syncAlways bool
 		logging    bool
+		metrics    string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -33,6 +34,10 @@ For production, run nats-server itself (ideally a 3-node cluster).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if port < 1 || port > 65535 {
 				return usageError{fmt.Errorf("--port %d: want 1 to 65535", port)}
+			}
+			metricsAddr, err := metricsListenAddr(metrics)
+			if err != nil {
+				return err
 			}
 			abs, err := filepath.Abs(data)
 			if err != nil {
@@ -66,8 +71,19 @@ For production, run nats-server itself (ideally a 3-node cluster).`,
 			fmt.Fprintf(a.stdout, "workq server listening on %s\n", srv.URL())
 			fmt.Fprintf(a.stdout, "  data: %s (fsync %s)\n", abs, sync)
 			fmt.Fprintf(a.stdout, "  try:  export NATS_URL=%s; workq enqueue hello world\n", srv.URL())
+			stopMetrics := func() {}
+			if metricsAddr != "" {
+				at, stop, err := serveServerMetrics(metricsAddr, srv.URL())
+				if err != nil {
+					srv.Close()
+					return err
+				}
+				stopMetrics = stop
+				fmt.Fprintf(a.stdout, "  metrics: http://%s/metrics (every queue), health: http://%s/healthz\n", at, at)
+			}
 			fmt.Fprintln(a.stdout, "  Ctrl-C stops it")
 			<-cmd.Context().Done()
+			stopMetrics()
 			srv.Close() // keeps the data: the directory was given, not created by testenv
 			fmt.Fprintln(a.stdout, "workq server stopped")
 			return nil
@@ -79,6 +95,7 @@ For production, run nats-server itself (ideally a 3-node cluster).`,
 	fl.IntVarP(&port, "port", "p", 4222, "client port")
 	fl.BoolVar(&syncAlways, "sync-always", false, "fsync every write")
 	fl.BoolVar(&logging, "log", false, "print the server's log")
+	addMetricsFlag(fl, &metrics)
 	_ = cmd.MarkFlagDirname("data")
 	return cmd
 }

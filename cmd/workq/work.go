@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/workq/workq/consumer"
@@ -38,6 +39,7 @@ type workFlags struct {
 	maxResult     int
 	name          string
 	verbose       bool
+	metricsAddr   string
 }
 
 func (a *app) workCommand() *cobra.Command {
@@ -89,6 +91,7 @@ SIGINT or SIGTERM drains: no new jobs are taken, running commands may finish for
 	fl.IntVar(&f.maxResult, "max-result", 512<<10, "largest stdout stored as the job's result, in bytes; more fails the job for good")
 	fl.StringVar(&f.name, "name", "", "worker name in job records and logs (default host-pid)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every job's outcome")
+	addMetricsFlag(fl, &f.metricsAddr)
 	return cmd
 }
 
@@ -104,6 +107,10 @@ func (a *app) work(ctx context.Context, q string, argv []string, f workFlags) er
 		return usageError{errors.New("durations must be ≥ 0, and --backoff-max ≥ --backoff")}
 	case f.permanentExit < 1 || f.permanentExit > 255:
 		return usageError{fmt.Errorf("--permanent-exit %d: want 1 to 255", f.permanentExit)}
+	}
+	metricsAddr, err := metricsListenAddr(f.metricsAddr)
+	if err != nil {
+		return err
 	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		return fmt.Errorf("command %q: %v", argv[0], errors.Unwrap(err))
@@ -136,6 +143,11 @@ func (a *app) work(ctx context.Context, q string, argv []string, f workFlags) er
 	if f.name != "" {
 		opts = append(opts, consumer.Name(f.name))
 	}
+	var reg *prometheus.Registry
+	if metricsAddr != "" {
+		reg = newRegistry()
+		opts = append(opts, consumer.Metrics(reg))
+	}
 	octx, cancel := a.opCtx(ctx)
 	w, err := consumer.New(octx, c.js, q, r, opts...)
 	cancel()
@@ -152,6 +164,14 @@ func (a *app) work(ctx context.Context, q string, argv []string, f workFlags) er
 		return err
 	}
 	r.worker = w.Name()
+	if reg != nil {
+		ms, err := serveQueueMetrics(metricsAddr, reg, c.nc, c.js, []string{q})
+		if err != nil {
+			return err
+		}
+		defer ms.Close()
+		log.Info("serving metrics", "url", "http://"+ms.addr+"/metrics", "health", "http://"+ms.addr+"/healthz")
+	}
 	log.Info("worker started", "queue", q, "worker", w.Name(), "server", c.url, "concurrency", f.concurrency, "ack_wait", f.ackWait)
 	runErr := w.Run(ctx)
 	s := w.Stats()

@@ -1,0 +1,152 @@
+package main_test
+
+import (
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// scrape GETs url and returns the status and body; status 0 if nothing answered.
+func scrape(url string) (int, string) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// sample finds the value of metric name with the given labels (name, value pairs)
+// in a text exposition; ok is false if no such series is there.
+func sample(body, name string, labels ...string) (v float64, ok bool) {
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		series, val := line[:i], line[i+1:]
+		match := true
+		for j := 0; j+1 < len(labels); j += 2 {
+			if !strings.Contains(series, labels[j]+`="`+labels[j+1]+`"`) {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return 0, false
+		}
+		return f, true
+	}
+	return 0, false
+}
+
+// workq work --metrics-addr serves the worker's and the queue's metrics on
+// /metrics, on loopback when given only a port, and /healthz says whether the
+// worker is connected to NATS: 200, then 503 once its server is gone.
+func TestWorkServesMetrics(t *testing.T) {
+	dir := t.TempDir()
+	srv, url, err := startNATS(dir, "-js", "-sd", filepath.Join(dir, "js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopProcess(srv) })
+	const q = "metrics"
+	ok(t, `{"id":"m-1","payload":"fine","kind":"mail"}
+{"id":"m-2","payload":"perm","kind":"mail"}
+`, "enqueue", q, "--ndjson", "-s", url)
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	w := start(t, "work", q, "-s", url, "--metrics-addr", ":"+strconv.Itoa(port), "--",
+		"sh", "-c", `[ "$(cat)" = perm ] && exit 100; exit 0`)
+
+	var body string
+	waitFor(t, 20*time.Second, "both jobs counted on /metrics", func() bool {
+		code, b := scrape(base + "/metrics")
+		body = b
+		committed, _ := sample(b, "workq_jobs_processed_total", "queue", q, "kind", "mail", "outcome", "committed")
+		dead, _ := sample(b, "workq_jobs_processed_total", "queue", q, "kind", "mail", "outcome", "dead")
+		return code == http.StatusOK && committed == 1 && dead == 1
+	})
+	for _, want := range []struct {
+		name  string
+		value float64
+	}{
+		{"workq_jobs_in_flight", 0},
+		{"workq_queue_up", 1},
+		{"workq_queue_dead_letters", 1},
+	} {
+		if v, found := sample(body, want.name, "queue", q); !found || v != want.value {
+			t.Errorf("%s{queue=%q} = %v (found %v), want %v", want.name, q, v, found, want.value)
+		}
+	}
+	if _, found := sample(body, "workq_job_handler_duration_seconds_count", "queue", q, "kind", "mail"); !found {
+		t.Error("no handler duration histogram for kind mail")
+	}
+	if _, found := sample(body, "go_goroutines"); !found {
+		t.Error("no Go runtime metrics")
+	}
+	if code, b := scrape(base + "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz while connected: %d %q, want 200", code, b)
+	}
+	if !strings.Contains(w.stderr(), "serving metrics") {
+		t.Errorf("the worker did not say where it serves metrics; stderr: %s", w.stderr())
+	}
+
+	stopProcess(srv)
+	waitFor(t, 10*time.Second, "/healthz to report the lost connection", func() bool {
+		code, _ := scrape(base + "/healthz")
+		return code == http.StatusServiceUnavailable
+	})
+	// The test's end kills the worker: with its server gone it would take a while to drain.
+}
+
+// A bad --metrics-addr is a usage error, before anything connects.
+func TestWorkMetricsAddrInvalid(t *testing.T) {
+	r := wq(t, "", "work", "q", "--metrics-addr", "nope", "--", "true")
+	oneLine(t, r, 2, "--metrics-addr")
+}
+
+// workq server --metrics-addr serves the state of every queue on its server.
+func TestServerServesQueueMetrics(t *testing.T) {
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mport, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://127.0.0.1:" + strconv.Itoa(port)
+	s := start(t, "server", "--port", strconv.Itoa(port), "--data", t.TempDir(), "--metrics-addr", ":"+strconv.Itoa(mport))
+	waitFor(t, 20*time.Second, "server listening", func() bool { return strings.Contains(s.stdout(), "listening on "+url) })
+	ok(t, "", "-s", url, "enqueue", "served-a", "x")
+	ok(t, "x\ny\n", "-s", url, "enqueue", "served-b")
+	base := "http://127.0.0.1:" + strconv.Itoa(mport)
+	waitFor(t, 20*time.Second, "both queues on /metrics", func() bool {
+		code, b := scrape(base + "/metrics")
+		a, _ := sample(b, "workq_queue_jobs", "queue", "served-a")
+		bb, _ := sample(b, "workq_queue_jobs", "queue", "served-b")
+		return code == http.StatusOK && a == 1 && bb == 2
+	})
+	if code, b := scrape(base + "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d %q, want 200", code, b)
+	}
+	s.signal(t, syscall.SIGINT)
+	if code := s.wait(t, 20*time.Second); code != 0 {
+		t.Errorf("server exited %d; stderr: %s", code, s.stderr())
+	}
+}

@@ -1,0 +1,216 @@
+package producer_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/internal/metrics"
+	"github.com/workq/workq/producer"
+	"github.com/workq/workq/testenv"
+)
+
+func gauge(t *testing.T, g prometheus.Gatherer, name, q string) float64 {
+	t.Helper()
+	v, err := metrics.Value(g, name, "queue", q)
+	if err != nil {
+		t.Fatalf("gather %s: %v", name, err)
+	}
+	return v
+}
+
+func collectorOn(t *testing.T, js jetstream.JetStream, queues []string, opts ...producer.CollectorOption) (*producer.QueueCollector, *prometheus.Registry) {
+	t.Helper()
+	c, err := producer.NewQueueCollector(js, queues, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	return c, reg
+}
+
+// The collector reports a queue's state as the server has it: 5 jobs, 2 of them
+// delivered twice and unacknowledged, 2 dead letters; an empty queue; a missing one.
+func TestQueueCollectorValues(t *testing.T) {
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	const q = "coll"
+	p := mustNew(t, js, q)
+	mustNew(t, js, "coll-empty")
+	before := time.Now()
+	for range 5 {
+		if _, err := p.Enqueue(ctx, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if _, err := js.Publish(ctx, "workq."+q+".dead", []byte("dead")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, reg := collectorOn(t, js, []string{q, "coll-empty", "coll-missing"}, producer.CollectorCache(0))
+	// No worker yet: every job is pending.
+	if got := gauge(t, reg, "workq_queue_pending", q); got != 5 {
+		t.Errorf("pending before any worker: %v, want 5", got)
+	}
+
+	// Create the workers' consumer, take two jobs, hand them back, take them again.
+	noop := consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil })
+	if _, err := consumer.New(ctx, js, q, noop, consumer.AckWait(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(ctx, "WORKQ_"+q, "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func() []jetstream.Msg {
+		b, err := cons.Fetch(2, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs []jetstream.Msg
+		for m := range b.Messages() {
+			msgs = append(msgs, m)
+		}
+		if len(msgs) != 2 {
+			t.Fatalf("fetched %d jobs, want 2", len(msgs))
+		}
+		return msgs
+	}
+	for _, m := range fetch() {
+		// A nak sent as a request is answered once the server has processed it.
+		if _, err := js.Conn().Request(m.Reply(), []byte("-NAK"), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range fetch() { // the server redelivers naked jobs first
+		if md, err := m.Metadata(); err != nil || md.NumDelivered != 2 {
+			t.Fatalf("fetched %v (%v), want a second delivery", md, err)
+		}
+	}
+	after := time.Now()
+
+	for _, c := range []struct {
+		name, queue string
+		want        float64
+	}{
+		{"workq_queue_up", q, 1},
+		{"workq_queue_jobs", q, 5},
+		{"workq_queue_pending", q, 3},
+		{"workq_queue_ack_pending", q, 2},
+		{"workq_queue_redelivered", q, 2},
+		{"workq_queue_dead_letters", q, 2},
+		{"workq_queue_up", "coll-empty", 1},
+		{"workq_queue_jobs", "coll-empty", 0},
+		{"workq_queue_pending", "coll-empty", 0},
+		{"workq_queue_oldest_job_age_seconds", "coll-empty", 0},
+		{"workq_queue_up", "coll-missing", 0},
+	} {
+		if got := gauge(t, reg, c.name, c.queue); got != c.want {
+			t.Errorf("%s{queue=%q} = %v, want %v", c.name, c.queue, got, c.want)
+		}
+	}
+	age := gauge(t, reg, "workq_queue_oldest_job_age_seconds", q)
+	if maxAge := time.Since(before).Seconds(); age <= 0 || age > maxAge {
+		t.Errorf("oldest job age %vs, want in (0, %vs]", age, maxAge)
+	}
+	if minAge := time.Since(after).Seconds(); age < minAge {
+		t.Errorf("oldest job age %vs, want at least %vs", age, minAge)
+	}
+
+	// Without queue names it finds every queue on the server.
+	_, all := collectorOn(t, js, nil, producer.CollectorCache(0))
+	if got := gauge(t, all, "workq_queue_jobs", q); got != 5 {
+		t.Errorf("discovered queue %s: jobs %v, want 5", q, got)
+	}
+	if got := gauge(t, all, "workq_queue_up", "coll-empty"); got != 1 {
+		t.Errorf("discovered queue coll-empty: up %v, want 1", got)
+	}
+}
+
+// apiCalls is the account's count of JetStream API requests so far, this one included.
+func apiCalls(t *testing.T, js jetstream.JetStream) uint64 {
+	t.Helper()
+	ai, err := js.AccountInfo(testenv.Context(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ai.API.Total
+}
+
+// Scrapes in quick succession, concurrent or not, read the server once: three API requests for the
+// queue (stream, consumer, dead letters), counted by the server itself.
+func TestQueueCollectorCaches(t *testing.T) {
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	mustNew(t, js, "cached")
+	_, reg := collectorOn(t, js, []string{"cached"}, producer.CollectorCache(time.Minute))
+	start := apiCalls(t, js)
+	// Concurrent scrapes wait for one read; later ones use it.
+	var wg sync.WaitGroup
+	ups := make(chan float64, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, _ := metrics.Value(reg, "workq_queue_up", "queue", "cached")
+			ups <- v
+		}()
+	}
+	wg.Wait()
+	close(ups)
+	for up := range ups {
+		if up != 1 {
+			t.Fatalf("up %v, want 1", up)
+		}
+	}
+	if got := gauge(t, reg, "workq_queue_up", "cached"); got != 1 {
+		t.Fatalf("up %v, want 1", got)
+	}
+	if n := apiCalls(t, js) - start - 1; n != 3 {
+		t.Errorf("five scrapes made %d API requests, want 3 (one read)", n)
+	}
+}
+
+// With the server gone a scrape returns within the collector's timeout, reporting
+// the queue down, and does not hang.
+func TestQueueCollectorTimeout(t *testing.T) {
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	mustNew(t, js, "gone")
+	const timeout = 300 * time.Millisecond
+	_, reg := collectorOn(t, js, []string{"gone"}, producer.CollectorCache(0), producer.CollectorTimeout(timeout))
+	if got := gauge(t, reg, "workq_queue_up", "gone"); got != 1 {
+		t.Fatalf("up %v before the server stopped, want 1", got)
+	}
+	env.Stop()
+	for range 2 {
+		start := time.Now()
+		done := make(chan float64, 1)
+		go func() {
+			v, _ := metrics.Value(reg, "workq_queue_up", "queue", "gone")
+			done <- v
+		}()
+		select {
+		case up := <-done:
+			if up != 0 {
+				t.Errorf("up %v with the server stopped, want 0", up)
+			}
+			if took := time.Since(start); took > timeout+time.Second {
+				t.Errorf("scrape took %s, timeout %s", took, timeout)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("scrape hung with the server stopped")
+		}
+	}
+	if got := gauge(t, reg, "workq_queue_jobs", "gone"); got != 0 {
+		t.Errorf("a down queue still reports jobs: %v", got)
+	}
+}
