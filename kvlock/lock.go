@@ -207,6 +207,12 @@ func (lk *Lock) deleteIfMine(ctx context.Context, rev uint64) (bool, error) {
 
 // finish moves a held lock to lost or released once, ending its context.
 func (lk *Lock) finish(to lockState, cause error) bool {
+	return lk.finishWith(to, cause, nil)
+}
+
+// finishWith is finish that runs before, once the transition is decided but before
+// Lost and Context tell anyone, so what it records is visible to whoever they wake.
+func (lk *Lock) finishWith(to lockState, cause error, before func()) bool {
 	lk.mu.Lock()
 	if lk.state != stateHeld {
 		lk.mu.Unlock()
@@ -214,11 +220,14 @@ func (lk *Lock) finish(to lockState, cause error) bool {
 	}
 	lk.state = to
 	lk.mu.Unlock()
+	lk.l.metrics.held.WithLabelValues(lk.kind).Dec()
+	if before != nil {
+		before()
+	}
 	if to == stateLost {
 		close(lk.lost)
 	}
 	lk.cancel(cause)
-	lk.l.metrics.held.WithLabelValues(lk.kind).Dec()
 	return true
 }
 
@@ -229,12 +238,11 @@ func (lk *Lock) errorf(err error) error {
 // lose marks the lock lost for reason (reasonExpired or reasonTakenOver).
 func (lk *Lock) lose(reason string, detail error) {
 	cause := fmt.Errorf("%s %q (token %d): %w: %v", lk.kind, lk.name, lk.token, ErrLost, detail)
-	if !lk.finish(stateLost, cause) {
-		return
-	}
-	lk.l.metrics.lost.WithLabelValues(lk.kind, reason).Inc()
-	lk.l.log.Warn("kvlock: lock lost", "kind", lk.kind, "name", lk.name, "token", lk.token,
-		"reason", reason, "detail", detail.Error())
+	lk.finishWith(stateLost, cause, func() {
+		lk.l.metrics.lost.WithLabelValues(lk.kind, reason).Inc()
+		lk.l.log.Warn("kvlock: lock lost", "kind", lk.kind, "name", lk.name, "token", lk.token,
+			"reason", reason, "detail", detail.Error())
+	})
 }
 
 var (
