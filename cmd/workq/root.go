@@ -131,6 +131,8 @@ else nats://127.0.0.1:4222.`,
 		a.jobCommand(),
 		a.dlqCommand(),
 		a.lockCommand(),
+		a.benchCommand(),
+		a.benchWorkerCommand(),
 	)
 	return root
 }

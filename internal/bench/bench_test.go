@@ -64,6 +64,75 @@ func benchProcess(b *testing.B, fenced bool) {
 	}
 }
 
+// reportLatency runs a latency scenario once and reports both sides' percentiles.
+func reportLatency(b *testing.B, run func(ctx context.Context) (bench.Latency, error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	b.ResetTimer()
+	l, err := run(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(l.Workq.P50), "workq_p50_ms")
+	b.ReportMetric(ms(l.Workq.P99), "workq_p99_ms")
+	b.ReportMetric(ms(l.Raw.P50), "raw_p50_ms")
+	b.ReportMetric(ms(l.Raw.P99), "raw_p99_ms")
+	b.ReportMetric(l.Ratio(), "ratio_p50")
+	b.Log(l)
+}
+
+// b.N is the number of samples (use -benchtime=300x).
+func BenchmarkEndToEnd(b *testing.B) {
+	env := testenv.Start(b)
+	js := env.JetStream(b)
+	reportLatency(b, func(ctx context.Context) (bench.Latency, error) { return bench.EndToEnd(ctx, js, max(b.N, 50)) })
+}
+
+// b.N is the number of stalls (use -benchtime=5x); AckWait 1s.
+func BenchmarkRedelivery(b *testing.B) {
+	env := testenv.Start(b)
+	js := env.JetStream(b)
+	reportLatency(b, func(ctx context.Context) (bench.Latency, error) {
+		return bench.Redelivery(ctx, js, min(b.N, 10), time.Second, false, nil)
+	})
+}
+
+func BenchmarkLockUncontended(b *testing.B) {
+	env := testenv.Start(b)
+	js := env.JetStream(b)
+	reportLatency(b, func(ctx context.Context) (bench.Latency, error) { return bench.LockUncontended(ctx, js, max(b.N, 50)) })
+}
+
+func BenchmarkLockHandoff(b *testing.B) {
+	env := testenv.Start(b)
+	js := env.JetStream(b)
+	reportLatency(b, func(ctx context.Context) (bench.Latency, error) { return bench.LockHandoff(ctx, js, max(b.N, 64), nil) })
+}
+
+func BenchmarkLimiter(b *testing.B) {
+	env := testenv.Start(b)
+	js := env.JetStream(b)
+	report(b, func(ctx context.Context, n int) (bench.Pair, error) { return bench.Limiter(ctx, js, n) })
+}
+
+// The worker runs in this process here, so no RSS figure: `workq bench --scenario
+// backlog` runs it in a child process. b.N is the deep backlog (-benchtime=100000x).
+func BenchmarkBacklog(b *testing.B) {
+	env := testenv.Start(b)
+	js := env.JetStream(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r, err := bench.RunBacklog(ctx, js, bench.BacklogConfig{Base: 10000, N: max(b.N, 10000)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(r.WorkqRatio(), "workq_deep/base")
+	b.ReportMetric(r.RawRatio(), "raw_deep/base")
+	b.Log(r)
+}
+
 // TestScenariosRun keeps the scenarios working under go test: small n, no timing claims.
 func TestScenariosRun(t *testing.T) {
 	env := testenv.Start(t)
@@ -75,6 +144,7 @@ func TestScenariosRun(t *testing.T) {
 		func() (bench.Pair, error) { return bench.EnqueueBatch(ctx, js, 500) },
 		func() (bench.Pair, error) { return bench.Process(ctx, js, 500, 4, 0, false) },
 		func() (bench.Pair, error) { return bench.Process(ctx, js, 500, 4, 0, true) },
+		func() (bench.Pair, error) { return bench.Limiter(ctx, js, 200) },
 	} {
 		p, err := run()
 		if err != nil {
@@ -83,5 +153,27 @@ func TestScenariosRun(t *testing.T) {
 		if p.Workq <= 0 || p.Raw <= 0 {
 			t.Fatalf("%s: no rate measured: %+v", p.Scenario, p)
 		}
+	}
+	for _, run := range []func() (bench.Latency, error){
+		func() (bench.Latency, error) { return bench.EndToEnd(ctx, js, 20) },
+		func() (bench.Latency, error) { return bench.Redelivery(ctx, js, 1, 300*time.Millisecond, false, nil) },
+		func() (bench.Latency, error) { return bench.Redelivery(ctx, js, 1, 300*time.Millisecond, true, nil) },
+		func() (bench.Latency, error) { return bench.LockUncontended(ctx, js, 20) },
+		func() (bench.Latency, error) { return bench.LockHandoff(ctx, js, 16, nil) },
+	} {
+		l, err := run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Workq.P50 <= 0 || l.Raw.P50 <= 0 {
+			t.Fatalf("%s: no latency measured: %+v", l.Scenario, l)
+		}
+	}
+	r, err := bench.RunBacklog(ctx, js, bench.BacklogConfig{Base: 200, N: 500, Concurrency: 4, Prefetch: 16}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.WorkqBase.Rate <= 0 || r.WorkqN.Rate <= 0 || r.RawBase <= 0 || r.RawN <= 0 {
+		t.Fatalf("backlog: no rate measured: %+v", r)
 	}
 }

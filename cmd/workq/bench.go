@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/workq/workq/internal/bench"
+	"github.com/workq/workq/testenv"
+)
+
+// The scenarios `workq bench` knows, in the order it runs them. backlog is not in the
+// default set: it is long (its default deep backlog is a million jobs).
+var benchScenarios = []string{"enqueue-single", "enqueue-batch", "process-unfenced", "process-fenced", "latency", "redelivery", "lock", "limiter", "backlog"}
+
+var defaultBenchScenarios = benchScenarios[:len(benchScenarios)-1]
+
+type benchFlags struct {
+	scenarios   []string
+	runs        int
+	jobs        int
+	samples     int
+	concurrency []int
+	prefetch    []int
+	ackWait     time.Duration
+	redeliver   int
+	backlog     int
+	backlogBase int
+	backlogC    int
+	backlogPre  int
+	fenced      bool
+	inProcess   bool
+	json        bool
+}
+
+func (a *app) benchCommand() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure workq against raw JetStream doing the same thing",
+		Long: `Run benchmark scenarios, each through workq and through the raw JetStream
+equivalent in the same process against the same server, and print both and their
+ratio (the median over --runs runs, with the spread of the ratio).
+
+By default an embedded server with file storage is started in a temporary
+directory and removed at the end; --server measures against a running server.
+
+Scenarios (--scenario, comma separated; default all but backlog):
+  enqueue-single    producer.Enqueue vs js.Publish with a message id          (jobs/s)
+  enqueue-batch     producer.EnqueueBatch vs js.PublishAsync, all acks awaited  (jobs/s)
+  process-unfenced  unfenced worker vs Consume + Ack, per --concurrency/--prefetch (jobs/s)
+  process-fenced    fenced worker vs Consume + Ack; also vs raw doing the same
+                    work (a KV write and a confirmed ack per job)              (jobs/s)
+  latency           enqueue → commit, one job at a time, vs publish → confirmed ack
+  redelivery        a worker freezes (its link stalls) or crashes (its connection
+                    closes) holding a job: time until another worker starts it, vs
+                    JetStream redelivering an unacked message likewise (--ack-wait)
+  lock              kvlock acquire+release vs KV create+delete; contended handoff
+                    between 4 connections vs a KV watcher re-creating the key
+  limiter           Limiter.Allow vs a plain publish to a stream of the same shape
+  backlog           a worker draining --backlog-base then --backlog jobs: rate ratio
+                    and the worker's peak RSS (the worker runs in a child process);
+                    raw consume + ack likewise
+
+Latency ratios are workq's p50 over raw's (lower is better); throughput ratios are
+workq's rate over raw's (higher is better). Targets are checked on the medians.`,
+		Example: `  workq bench                                   # default scenarios, one run
+  workq bench --runs 3 --json > bench.json
+  workq bench --scenario process-unfenced --concurrency 32 --prefetch 0,512
+  workq bench --scenario backlog --backlog 1000000`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			return a.bench(cmd.Context(), f, cmd.Flags().Changed("server"))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.scenarios, "scenario", defaultBenchScenarios, "scenarios to run: "+strings.Join(benchScenarios, ", "))
+	fl.IntVar(&f.runs, "runs", 1, "runs of each scenario; the table shows medians")
+	fl.IntVar(&f.jobs, "jobs", 20000, "jobs per throughput scenario (enqueue, process) and operations for the limiter")
+	fl.IntVar(&f.samples, "samples", 300, "samples per latency scenario (latency, lock)")
+	fl.IntSliceVar(&f.concurrency, "concurrency", []int{8, 32, 128}, "worker concurrencies for the process scenarios")
+	fl.IntSliceVar(&f.prefetch, "prefetch", []int{0}, "worker prefetch for the process scenarios (0: the default, = concurrency)")
+	fl.DurationVar(&f.ackWait, "ack-wait", time.Second, "AckWait of the redelivery scenario")
+	fl.IntVar(&f.redeliver, "redeliveries", 3, "stalls per run of the redelivery scenario")
+	fl.IntVar(&f.backlog, "backlog", 1000000, "jobs in the deep backlog (backlog scenario)")
+	fl.IntVar(&f.backlogBase, "backlog-base", 10000, "jobs in the base backlog it is compared with")
+	fl.IntVar(&f.backlogC, "backlog-concurrency", 32, "worker concurrency in the backlog scenario")
+	fl.IntVar(&f.backlogPre, "backlog-prefetch", 512, "worker prefetch in the backlog scenario")
+	fl.BoolVar(&f.fenced, "backlog-fenced", false, "fenced worker in the backlog scenario (default unfenced: the fastest path, so that the backlog is what is measured)")
+	fl.BoolVar(&f.inProcess, "backlog-in-process", false, "run the backlog worker in this process (no RSS figure; for tests)")
+	fl.BoolVar(&f.json, "json", false, "print the results as JSON")
+	_ = fl.MarkHidden("backlog-in-process")
+	return cmd
+}
+
+func (f *benchFlags) check() error {
+	for i, s := range f.scenarios {
+		s = strings.TrimSpace(s)
+		f.scenarios[i] = s
+		if !slices.Contains(benchScenarios, s) {
+			return usageError{fmt.Errorf("--scenario %q: want one of %s", s, strings.Join(benchScenarios, ", "))}
+		}
+	}
+	switch {
+	case f.runs < 1:
+		return usageError{fmt.Errorf("--runs %d: want at least 1", f.runs)}
+	case f.jobs < 10:
+		return usageError{fmt.Errorf("--jobs %d: want at least 10", f.jobs)}
+	case f.samples < 1 || f.redeliver < 1:
+		return usageError{errors.New("--samples and --redeliveries: want at least 1")}
+	case f.ackWait < 100*time.Millisecond:
+		return usageError{fmt.Errorf("--ack-wait %s: want at least 100ms", f.ackWait)}
+	case f.backlog < 1 || f.backlogBase < 1:
+		return usageError{errors.New("--backlog and --backlog-base: want at least 1")}
+	case f.backlogC < 1 || f.backlogPre < 1:
+		return usageError{errors.New("--backlog-concurrency and --backlog-prefetch: want at least 1")}
+	}
+	for _, c := range f.concurrency {
+		if c < 1 {
+			return usageError{fmt.Errorf("--concurrency %d: want at least 1", c)}
+		}
+	}
+	for _, p := range f.prefetch {
+		if p < 0 {
+			return usageError{fmt.Errorf("--prefetch %d: want 0 (default) or more", p)}
+		}
+	}
+	return nil
+}
+
+// benchRow is one figure of one scenario: workq's value, raw's, and their ratio,
+// the medians over the runs.
+type benchRow struct {
+	Scenario string  `json:"scenario"`
+	Metric   string  `json:"metric"` // jobs/s, ops/s, p50 ms, p99 ms, max ms, MiB, x
+	Workq    float64 `json:"workq"`
+	Raw      float64 `json:"raw,omitempty"`
+	Ratio    float64 `json:"ratio,omitempty"`
+	// RatioMin and RatioMax are the spread of the ratio over the runs.
+	RatioMin float64 `json:"ratio_min,omitempty"`
+	RatioMax float64 `json:"ratio_max,omitempty"`
+	// RawSame is raw JetStream doing the same work as workq (fenced processing).
+	RawSame       float64               `json:"raw_same,omitempty"`
+	RatioSame     float64               `json:"ratio_same,omitempty"`
+	Target        string                `json:"target,omitempty"`
+	Met           *bool                 `json:"met,omitempty"`
+	Runs          int                   `json:"runs"`
+	WorkqPerRun   []float64             `json:"workq_per_run"`
+	RawPerRun     []float64             `json:"raw_per_run,omitempty"`
+	check         func(r benchRow) bool // the target, on the medians
+	ratios, sames []float64
+}
+
+// finish turns the per-run values into medians and checks the target.
+func (r *benchRow) finish() {
+	r.Runs = len(r.WorkqPerRun)
+	r.Workq = median(r.WorkqPerRun)
+	r.Raw = median(r.RawPerRun)
+	r.Ratio = median(r.ratios)
+	if len(r.ratios) > 1 {
+		r.RatioMin, r.RatioMax = slices.Min(r.ratios), slices.Max(r.ratios)
+	}
+	r.RawSame = median(r.sames)
+	if r.RawSame > 0 {
+		r.RatioSame = r.Workq / r.RawSame
+	}
+	if r.check != nil {
+		met := r.check(*r)
+		r.Met = &met
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+type benchReport struct {
+	Server  string     `json:"server"`
+	Machine benchHost  `json:"machine"`
+	Runs    int        `json:"runs"`
+	Started time.Time  `json:"started"`
+	Took    string     `json:"took"`
+	Results []benchRow `json:"results"`
+}
+
+type benchHost struct {
+	CPUs int    `json:"cpus"`
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+	Go   string `json:"go"`
+}
+
+// benchEnv is what the scenarios need: a JetStream context, a way to open more
+// connections like it, and the URL for child processes.
+type benchEnv struct {
+	js   jetstream.JetStream
+	dial bench.Dial
+	url  string
+}
+
+func (a *app) bench(ctx context.Context, f benchFlags, external bool) error {
+	rep := benchReport{Runs: f.runs, Started: time.Now(), Machine: benchHost{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, Go: runtime.Version()}}
+	var env benchEnv
+	if external {
+		c, err := a.connect(ctx, "bench", false)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		env.js, env.url, rep.Server = c.js, c.nc.ConnectedUrl(), c.url
+		before := benchStreams(ctx, c.js)
+		defer before.clean(ctx, c.js)
+		env.dial = func(ctx context.Context, url string) (*nats.Conn, error) {
+			b := *a
+			b.conn.server = url
+			c, err := b.connect(ctx, "bench", false)
+			if err != nil {
+				return nil, err
+			}
+			return c.nc, nil
+		}
+	} else {
+		srv, err := testenv.Run()
+		if err != nil {
+			return fmt.Errorf("start the embedded server: %v", err)
+		}
+		defer srv.Close()
+		nc, err := nats.Connect(srv.URL(), nats.Name("workq bench"))
+		if err != nil {
+			return fmt.Errorf("connect to the embedded server: %v", err)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		env.js, env.url = js, srv.URL()
+		env.dial = func(_ context.Context, url string) (*nats.Conn, error) {
+			return nats.Connect(url, nats.Name("workq bench"))
+		}
+		rep.Server = "embedded (file storage in " + srv.StoreDir() + ")"
+	}
+
+	steps := a.benchSteps(f, env)
+	st := newStatus(a.stderr, len(steps)*f.runs)
+	rows := map[string]*benchRow{}
+	var order []string
+	for run := 1; run <= f.runs; run++ {
+		for _, s := range steps {
+			st.step(fmt.Sprintf("%s (run %d/%d)", s.name, run, f.runs))
+			out, err := s.run(ctx, st)
+			if err != nil {
+				st.clear()
+				if ctx.Err() != nil {
+					return exitCodeError{code: exitError, msg: "bench interrupted"}
+				}
+				return fmt.Errorf("bench %s: %w", s.name, err)
+			}
+			for _, r := range out {
+				k := r.Scenario + "\x00" + r.Metric
+				agg, ok := rows[k]
+				if !ok {
+					c := r
+					c.WorkqPerRun, c.RawPerRun = nil, nil
+					agg = &c
+					rows[k] = agg
+					order = append(order, k)
+				}
+				agg.WorkqPerRun = append(agg.WorkqPerRun, r.Workq)
+				if r.Raw != 0 || r.Ratio != 0 {
+					agg.RawPerRun = append(agg.RawPerRun, r.Raw)
+				}
+				agg.ratios = append(agg.ratios, r.Ratio)
+				agg.sames = append(agg.sames, r.RawSame)
+			}
+		}
+	}
+	st.clear()
+	for _, k := range order {
+		r := rows[k]
+		r.finish()
+		rep.Results = append(rep.Results, *r)
+	}
+	rep.Took = time.Since(rep.Started).Round(time.Second).String()
+	if f.json {
+		return writeJSON(a.stdout, rep)
+	}
+	return printBench(a.stdout, rep)
+}
+
+// benchLeftovers deletes the streams and buckets the scenarios created on a running
+// server (those named like the bench's queues, locks and limiters that were not
+// there before the run), so that --server leaves the server as it found it. Some
+// scenarios clean up after themselves; the enqueue and process ones do not.
+type benchLeftovers map[string]bool
+
+func benchStreams(ctx context.Context, js jetstream.JetStream) benchLeftovers {
+	seen := benchLeftovers{}
+	l := js.StreamNames(ctx)
+	for name := range l.Name() {
+		seen[name] = true
+	}
+	return seen
+}
+
+func isBenchStream(name string) bool {
+	for _, p := range []string{"WORKQ_bench-", "KV_WORKQ_bench-", "KV_BENCH_LOCKS-", "WORKQ_LIMIT_bench-", "BENCH_RAW_LIMIT-"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// clean deletes the bench streams that are on the server now and were not before.
+func (before benchLeftovers) clean(ctx context.Context, js jetstream.JetStream) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	for name := range benchStreams(ctx, js) {
+		if isBenchStream(name) && !before[name] {
+			_ = js.DeleteStream(ctx, name)
+		}
+	}
+}

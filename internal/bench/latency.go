@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/producer"
+)
+
+// Percentiles summarise a latency sample.
+type Percentiles struct {
+	P50, P99, Max time.Duration
+}
+
+func percentiles(ls []time.Duration) Percentiles {
+	if len(ls) == 0 {
+		return Percentiles{}
+	}
+	s := slices.Clone(ls)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[int(float64(len(s)-1)*q+0.5)] }
+	return Percentiles{P50: at(.5), P99: at(.99), Max: s[len(s)-1]}
+}
+
+// Latency is one scenario's latency through workq and through raw JetStream: N
+// samples each. Lower is better; Ratio is workq's p50 over raw's.
+type Latency struct {
+	Scenario string
+	N        int
+	Workq    Percentiles
+	Raw      Percentiles
+	// Bound, when set, is what the scenario is judged against (for redelivery: AckWait).
+	Bound time.Duration
+}
+
+// Ratio is workq's median latency over raw JetStream's (≤ 1: workq as fast or faster).
+func (l Latency) Ratio() float64 {
+	if l.Raw.P50 == 0 {
+		return 0
+	}
+	return float64(l.Workq.P50) / float64(l.Raw.P50)
+}
+
+func (l Latency) String() string {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	s := fmt.Sprintf("%-28s n=%-7d workq p50 %7.2fms p99 %7.2fms  raw p50 %7.2fms p99 %7.2fms  ratio %.2f",
+		l.Scenario, l.N, ms(l.Workq.P50), ms(l.Workq.P99), ms(l.Raw.P50), ms(l.Raw.P99), l.Ratio())
+	if l.Bound > 0 {
+		s += fmt.Sprintf("  (bound %s)", l.Bound)
+	}
+	return s
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// EndToEnd measures enqueue → done, one job at a time (n samples each side): the
+// time from calling producer.Enqueue until the job is committed (fenced, the default)
+// and acknowledged — gone from the queue — against js.Publish, a raw Consume callback
+// that acks, until the message is gone from the stream. Both sides notice the end
+// the same way: a loop asking the server for the stream's message count, so the
+// observation costs both the same (about one round trip of resolution).
+func EndToEnd(ctx context.Context, js jetstream.JetStream, n int) (Latency, error) {
+	res := Latency{Scenario: "end-to-end latency", N: n}
+
+	// Raw: publish, consume, confirmed ack.
+	raw, err := rawQueue(ctx, js, "bench-l-raw")
+	if err != nil {
+		return res, err
+	}
+	c, err := queue.EnsureConsumer(ctx, raw.Stream, queue.ConsumerConfig(raw.Names, 30*time.Second, 1000, 1))
+	if err != nil {
+		return res, err
+	}
+	cc, err := c.Consume(func(m jetstream.Msg) { _ = m.Ack() })
+	if err != nil {
+		return res, err
+	}
+	defer cc.Stop()
+
+	// workq: producer.Enqueue, a worker with an empty handler.
+	q := queueName("bench-l")
+	p, err := producer.New(ctx, js, q)
+	if err != nil {
+		return res, err
+	}
+	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }), consumer.Logger(quiet()))
+	if err != nil {
+		return res, err
+	}
+	names, _ := queue.NamesFor(q)
+	stream, err := js.Stream(ctx, names.Stream)
+	if err != nil {
+		return res, err
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(wctx) }()
+	defer func() { stop(); <-errc }()
+
+	// Warm up both paths (connections, consumers, first pulls) before timing.
+	const warm = 20
+	var rl, wl []time.Duration
+	for i := range n + warm {
+		start := time.Now()
+		if _, err := js.Publish(ctx, raw.Names.JobsSubject, payload); err != nil {
+			return res, fmt.Errorf("raw publish: %w", err)
+		}
+		if err := waitGone(ctx, raw.Stream); err != nil {
+			return res, fmt.Errorf("raw: %w", err)
+		}
+		d := time.Since(start)
+		if i >= warm {
+			rl = append(rl, d)
+		}
+
+		start = time.Now()
+		if _, err := p.Enqueue(ctx, payload); err != nil {
+			return res, err
+		}
+		if err := waitGone(ctx, stream); err != nil {
+			return res, fmt.Errorf("workq: %w", err)
+		}
+		d = time.Since(start)
+		if i >= warm {
+			wl = append(wl, d)
+		}
+	}
+	res.Workq, res.Raw = percentiles(wl), percentiles(rl)
+	return res, nil
+}
+
+// waitGone asks the server for the stream's message count until it is 0, without
+// pausing: the resolution is one round trip.
+func waitGone(ctx context.Context, s jetstream.Stream) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.State.Msgs == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("stream %s still holds %d messages after 30s", info.Config.Name, info.State.Msgs)
+		}
+	}
+}
