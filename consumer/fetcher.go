@@ -19,6 +19,7 @@ import (
 // nil; it returns an error only if the connection is closed for good.
 func (w *Worker) fetch(ctx context.Context, jobs chan<- jetstream.Msg) error {
 	delay := 20 * time.Millisecond
+	expiry, idle := pullTimes(w.cfg.ackWait, w.cfg.heartbeat)
 	for {
 		done := make(chan struct{})
 		cc, err := w.consumer.Consume(func(msg jetstream.Msg) {
@@ -29,11 +30,8 @@ func (w *Worker) fetch(ctx context.Context, jobs chan<- jetstream.Msg) error {
 			}
 		},
 			jetstream.PullMaxMessages(w.cfg.prefetch),
-			// Short pulls with frequent idle heartbeats: a pull request the server no
-			// longer holds (seen under load: the client waits on a pull the server shows
-			// no trace of) is noticed after two missed heartbeats, not after 30s.
-			jetstream.PullExpiry(5*time.Second),
-			jetstream.PullHeartbeat(time.Second),
+			jetstream.PullExpiry(expiry),
+			jetstream.PullHeartbeat(idle),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 					w.log.Debug("pull", "err", err)
@@ -71,4 +69,24 @@ func (w *Worker) fetch(ctx context.Context, jobs chan<- jetstream.Msg) error {
 			w.log.Info("pull restarted")
 		}
 	}
+}
+
+// pullTimes returns the expiry of each pull request and the idle heartbeat the
+// server sends on it.
+//
+// A worker that freezes (a long GC pause, a stalled link) still has a pull request
+// open at the server. Were it still open when the frozen job's AckWait ran out, the
+// server would redeliver the job into it, to the frozen worker again, and the job
+// would wait a second AckWait. That AckWait runs out no sooner than AckWait minus the
+// heartbeat interval after the worker froze, so pulls expire before that (and within
+// half of AckWait, at most 5s, at least 1s: the client's floor, so this holds for an
+// AckWait of 2s and more) and the redelivery goes to a live worker.
+//
+// The idle heartbeat is a second at most: a pull request the server no longer holds
+// (seen under load: the client waits on a pull the server shows no trace of) is
+// noticed after two missed heartbeats, not after the expiry.
+func pullTimes(ackWait, heartbeat time.Duration) (expiry, idle time.Duration) {
+	expiry = min(max(min(ackWait/2, ackWait-heartbeat), time.Second), 5*time.Second)
+	idle = max(min(time.Second, expiry/2), 500*time.Millisecond)
+	return expiry, idle
 }

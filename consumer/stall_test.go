@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,14 +50,15 @@ func pendingMessages(t *testing.T, js jetstream.JetStream, q string) uint64 {
 // A worker cut off from the server past AckWait loses its job to another worker. When
 // it comes back and finishes, its commit is refused and logged as reassigned, it does
 // not ack (the job stays in the stream while the new owner runs it), and the new owner
-// commits the only result.
+// commits the only result. The job's first redelivery goes to the live worker: the
+// frozen worker's open pull request has expired by then (see pullTimes).
 func TestStalledWorkerCommitIsRefused(t *testing.T) {
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	jsA, px := proxiedJS(t, env)
 	const q = "stall"
 	p := newProducer(t, js, q)
-	opts := []consumer.Option{consumer.AckWait(time.Second), consumer.Concurrency(1)}
+	opts := []consumer.Option{consumer.AckWait(2 * time.Second), consumer.Concurrency(1)}
 
 	aStarted, aRelease := make(chan uint64, 1), make(chan struct{})
 	logsA := &logRecorder{}
@@ -74,7 +76,9 @@ func TestStalledWorkerCommitIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokenA := <-aStarted
-	px.Pause() // A is now cut off: no heartbeat reaches the server
+	px.Pause()             // A is now cut off: no heartbeat reaches the server
+	var releaseA sync.Once // A's handler must return however the test ends
+	t.Cleanup(func() { releaseA.Do(func() { close(aRelease) }) })
 
 	bStarted, bRelease := make(chan uint64, 1), make(chan struct{})
 	wB := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
@@ -93,12 +97,12 @@ func TestStalledWorkerCommitIsRefused(t *testing.T) {
 	if tokenB <= tokenA {
 		t.Fatalf("B's fencing token %d is not above A's %d", tokenB, tokenA)
 	}
-	if r := status(t, p, "job-1"); r.State != producer.StateRunning || r.Worker.Name != "B" || r.Attempt != 2 {
-		t.Fatalf("record while B runs: %+v", r)
+	if r := status(t, p, "job-1"); r.State != producer.StateRunning || r.Worker.Name != "B" || r.Attempt != 2 || r.Delivery != 2 {
+		t.Fatalf("record while B runs (want attempt 2 on delivery 2): %+v", r)
 	}
 
 	// A comes back and finishes while B still runs.
-	close(aRelease)
+	releaseA.Do(func() { close(aRelease) })
 	px.Resume()
 	testenv.Eventually(t, 10*time.Second, "A's commit to be refused", func() bool { return wA.Stats().Reassigned == 1 })
 	if !logsA.has("job job-1 was reassigned") {
