@@ -105,7 +105,11 @@ func (w *Worker) update(ctx context.Context, j *Job, change func(next *record.Re
 	change(&next)
 	prev := j.claim.Revision
 	tries := 0
-	err := jsx.Retry(wctx, func(c context.Context) error {
+	// A quarter of the write budget per try: a try lost with a failed node leaves
+	// time for more once a new leader is elected; one that landed with its reply
+	// lost is recognised below.
+	perTry := min(max(w.cfg.ackWait/4, 200*time.Millisecond), 5*time.Second)
+	err := jsx.RetryEach(wctx, perTry, func(c context.Context) error {
 		tries++
 		var err error
 		if prev == 0 {

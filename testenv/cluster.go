@@ -140,22 +140,27 @@ func (cl *Cluster) Restart(i int) error {
 	return nil
 }
 
-// WaitForLeader waits until one running node is the JetStream meta leader and every
-// running node is current with it.
+// WaitForLeader waits until one running node is the JetStream meta leader, every
+// running node is current with it, and the leader sees every running node online
+// (until then, placing a replicated stream fails with "no suitable peers").
 func (cl *Cluster) WaitForLeader(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		leader, current := false, true
+		leader, current, running, online := false, true, 0, 0
 		cl.mu.Lock()
 		for _, s := range cl.nodes {
 			if s == nil {
 				continue
 			}
-			leader = leader || s.JetStreamIsLeader()
+			running++
+			if s.JetStreamIsLeader() {
+				leader = true
+				online = len(s.JetStreamClusterPeers())
+			}
 			current = current && s.JetStreamIsCurrent()
 		}
 		cl.mu.Unlock()
-		if leader && current {
+		if leader && current && online >= running {
 			return nil
 		}
 		if time.Now().After(deadline) {

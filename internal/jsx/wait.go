@@ -13,11 +13,20 @@ import (
 // ctx ends. Errors that mean the server or JetStream is not reachable yet (no
 // responders, timeouts, a connection that is reconnecting, a cluster without a leader)
 // are retried with a short capped backoff, so that a client started before its server
-// simply waits for it, as long as its context allows.
+// simply waits for it, as long as its context allows. Each try gets at most 5s.
 func Retry(ctx context.Context, op func(ctx context.Context) error) error {
+	return RetryEach(ctx, 5*time.Second, op)
+}
+
+// RetryEach is Retry with each try bounded by perTry. Callers whose context is short
+// (a few seconds) and whose op tolerates a try that landed with its reply lost use it
+// with a fraction of that context: a request sent to a node that just failed never
+// gets its reply, and a try that waits out the whole context leaves no time for one
+// that reaches the newly elected leader.
+func RetryEach(ctx context.Context, perTry time.Duration, op func(ctx context.Context) error) error {
 	delay := 20 * time.Millisecond
 	for {
-		attemptCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		attemptCtx, cancel := context.WithTimeout(ctx, perTry)
 		err := op(attemptCtx)
 		cancel()
 		if err == nil || !Transient(err) {
