@@ -30,6 +30,10 @@ func (w *Worker) fetch(ctx context.Context, jobs chan<- jetstream.Msg) error {
 			}
 		},
 			jetstream.PullMaxMessages(w.cfg.prefetch),
+			// Ask for more as soon as an eighth of the buffer is free, not half of it
+			// (the client's default): the buffer stays full, so fast handlers do not wait
+			// on a pull round trip, and it never holds more than Prefetch.
+			jetstream.PullThresholdMessages(w.cfg.prefetch-max(1, w.cfg.prefetch/8)+1),
 			jetstream.PullExpiry(expiry),
 			jetstream.PullHeartbeat(idle),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
