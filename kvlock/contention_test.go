@@ -158,7 +158,11 @@ func TestDoPoolByID(t *testing.T) {
 	}
 }
 
-// A waiter acquires within a few milliseconds of a release.
+// A watching waiter is granted the lock soon after a release: it reacts to the
+// release it sees, not to a poll or a lease running out. The bar here is loose on
+// purpose (a p50 of 50 ms, far above the few milliseconds expected, far below a
+// poll or a lease), so a shared or slow machine does not fail it; the strict
+// figure is measured by BenchmarkHandoff, side by side with raw JetStream KV.
 func TestHandoffLatency(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
 	a := newTestLocker(t, env.JetStream(t))
@@ -194,6 +198,6 @@ func TestHandoffLatency(t *testing.T) {
 	p50 := lats[len(lats)/2]
 	t.Logf("handoff latency p50 %s max %s", p50, lats[len(lats)-1])
 	if p50 > 50*time.Millisecond {
-		t.Errorf("handoff p50 %s, want a few milliseconds", p50)
+		t.Errorf("handoff p50 %s, want under 50ms (a few milliseconds expected; see BenchmarkHandoff)", p50)
 	}
 }

@@ -101,9 +101,10 @@
 // permits are younger than the window, and rejects otherwise (error 10077). So
 // enforcement takes one round trip and does not depend on client clocks. Allow does
 // not block and reports when to retry; Wait blocks until a permit or the context
-// ends. Windows down to MinWindow (100 ms) work and are never exceeded; the server
-// removes aged permits in a check that runs at most every 250 ms, so under saturation
-// a window shorter than that admits about n per 250 ms.
+// ends. The server removes aged permits in a check that runs at most every 250 ms,
+// so a window shorter than MinWindow (250 ms) is refused with ErrInvalidArgument (it
+// would admit about n per 250 ms, not n per window), and a permit is freed between
+// one window and one window plus 250 ms after it was granted.
 //
 // # Starting before the server
 //

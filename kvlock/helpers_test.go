@@ -1,15 +1,17 @@
 package kvlock
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/prometheus/client_golang/prometheus"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/workq/workq/testenv"
 )
@@ -67,6 +69,27 @@ func waitForWatchers(t testing.TB, l *Locker, n int) {
 	})
 }
 
+// waitForRenewals waits until the server has stored n renewals of lk's grant,
+// counted by revision: n distinct revisions above its token, read through kv, that
+// still carry this grant's value. Polling may miss a revision, never invent one, so
+// this never returns early.
+func waitForRenewals(t testing.TB, kv jetstream.KeyValue, lk *Lock, n int) {
+	t.Helper()
+	seen := map[uint64]bool{}
+	what := fmt.Sprintf("%d renewals of %q (token %d)", n, lk.Name(), lk.Token())
+	testenv.Eventually(t, 10*time.Second, what, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		e, err := kv.Get(ctx, lk.key)
+		if err == nil && e.Revision() > lk.Token() {
+			if r, ok := parseRecord(e.Value()); ok && r.ID == lk.rec.ID {
+				seen[e.Revision()] = true
+			}
+		}
+		return len(seen) >= n
+	})
+}
+
 func jsKVConfig(bucket string) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{Bucket: bucket, History: 1}
 }
@@ -100,6 +123,38 @@ func gather(t testing.TB, reg *prometheus.Registry) map[string]float64 {
 				out[strings.Replace(name, "{", "_count{", 1)] += float64(m.GetHistogram().GetSampleCount())
 			}
 		}
+	}
+	return out
+}
+
+// logBuffer collects JSON log lines from a slog handler; safe for concurrent use.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// records decodes every line logged so far.
+func (b *logBuffer) records(t testing.TB) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for line := range strings.Lines(b.String()) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, rec)
 	}
 	return out
 }

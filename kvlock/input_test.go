@@ -3,10 +3,13 @@ package kvlock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/workq/workq/testenv"
 )
@@ -226,5 +229,108 @@ func TestMetrics(t *testing.T) {
 	release(t, lk)
 	if got := gather(t, reg); got["workq_locks_held"] != 0 {
 		t.Errorf("held after release: %v", got["workq_locks_held"])
+	}
+}
+
+// A lost lock is counted in workq_locks_lost_total with its reason and logged as
+// "kvlock: lock lost": once because its holder was cut off from the server past its
+// lease while a waiter took over (expired), once because its key was deleted
+// behind its back (taken_over).
+func TestLostLockMetricAndLog(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	reg := prometheus.NewRegistry()
+	logs := &logBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	proxy := testenv.StartProxy(t, env.URL())
+	nc, err := nats.Connect(proxy.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newTestLocker(t, js, Metrics(reg), Logger(logger), Owner("a"))
+	b := newTestLocker(t, env.JetStream(t), Metrics(reg), Logger(logger), Owner("b"))
+	ctx := testenv.Context(t, 30*time.Second)
+	const lease = 300 * time.Millisecond
+
+	// Expired: a's link stalls past its lease while b waits and takes over.
+	lk, err := a.Acquire(ctx, "cut-off", TTL(lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *Lock, 1)
+	go func() {
+		lk2, err := b.Acquire(ctx, "cut-off", TTL(lease))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- lk2
+	}()
+	waitForWatchers(t, b, 1)
+	waitForRenewals(t, b.kv, lk, 1)
+	proxy.Pause()
+	if !closedWithin(lk.Lost(), 5*time.Second) {
+		t.Fatal("cut-off holder's Lost did not fire")
+	}
+	var lk2 *Lock
+	select {
+	case lk2 = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter did not take over from the cut-off holder")
+	}
+	proxy.Resume()
+	if lk2 == nil {
+		return
+	}
+	checkLost(t, reg, logs, map[string]float64{"expired": 1, "taken_over": 0})
+	checkLostLog(t, logs, "cut-off", lk.Token(), "expired")
+
+	// Taken over: the key is deleted behind the new holder's back; its next renewal
+	// finds another write on the key.
+	if err := b.kv.Delete(ctx, lk2.key); err != nil {
+		t.Fatal(err)
+	}
+	if !closedWithin(lk2.Lost(), 5*time.Second) {
+		t.Fatal("holder whose key was deleted: Lost did not fire")
+	}
+	checkLost(t, reg, logs, map[string]float64{"expired": 1, "taken_over": 1})
+	checkLostLog(t, logs, "cut-off", lk2.Token(), "taken_over")
+	if got := gather(t, reg)["workq_locks_held"]; got != 0 {
+		t.Errorf("workq_locks_held %v after both locks were lost", got)
+	}
+}
+
+// checkLost checks workq_locks_lost_total{kind="lock",reason} for each reason.
+func checkLost(t *testing.T, reg *prometheus.Registry, logs *logBuffer, want map[string]float64) {
+	t.Helper()
+	got := gather(t, reg)
+	for reason, n := range want {
+		if name := "workq_locks_lost_total{lock," + reason + "}"; got[name] != n {
+			t.Errorf("%s = %v, want %v (all: %v)\nlogs:\n%s", name, got[name], n, got, logs)
+		}
+	}
+}
+
+// checkLostLog checks that one "kvlock: lock lost" line was logged, at Warn, for the
+// lock's name and token, with reason.
+func checkLostLog(t *testing.T, logs *logBuffer, name string, token uint64, reason string) {
+	t.Helper()
+	n := 0
+	for _, rec := range logs.records(t) {
+		if rec["msg"] != "kvlock: lock lost" || rec["token"] != float64(token) {
+			continue
+		}
+		n++
+		detail, _ := rec["detail"].(string)
+		if rec["level"] != "WARN" || rec["name"] != name || rec["kind"] != kindLock ||
+			rec["reason"] != reason || rec["bucket"] != DefaultBucket || detail == "" {
+			t.Errorf("lock lost line %v, want level WARN, name %q, kind lock, reason %q, bucket and detail", rec, name, reason)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d \"kvlock: lock lost\" lines for token %d, want 1; logs:\n%s", n, token, logs)
 	}
 }

@@ -70,8 +70,12 @@ func TestRenewalKeepsLockThenFreesAfterHolderDies(t *testing.T) {
 		if !closedWithin(lk.Lost(), time.Second) {
 			t.Error("dead holder's Lost did not fire")
 		}
-		// Backstop: kill this holder too, with nobody waiting; the server's TTL
-		// (1 s, checked with its own granularity) removes the key.
+		// Backstop: once this holder has renewed at least once (so the TTL being
+		// tested is a renewal's, not the grant's: a renewal that dropped it, as
+		// KeyValue.Update does, would leave the key forever), kill it too, with
+		// nobody waiting; the server's TTL (1 s, checked with its own granularity)
+		// removes the key.
+		waitForRenewals(t, other.kv, lk2, 1)
 		lk2.paused.Store(true)
 		w, err := other.kv.Watch(ctx, "renewed", jetstream.UpdatesOnly())
 		if err != nil {
@@ -79,13 +83,21 @@ func TestRenewalKeepsLockThenFreesAfterHolderDies(t *testing.T) {
 		}
 		defer w.Stop()
 		start := time.Now()
-		for e := range w.Updates() {
-			if e != nil && e.Operation() != jetstream.KeyValuePut {
-				t.Logf("server expired the abandoned lock after %s", time.Since(start))
-				break
-			}
-			if time.Since(start) > 3*time.Second {
-				t.Fatal("server TTL did not remove the abandoned lock")
+		deadline := time.NewTimer(3 * time.Second)
+		defer deadline.Stop()
+	expiry:
+		for {
+			select {
+			case e, ok := <-w.Updates():
+				if !ok {
+					t.Fatal("watch ended before the abandoned lock was removed")
+				}
+				if e != nil && e.Operation() != jetstream.KeyValuePut {
+					t.Logf("server expired the abandoned lock after %s", time.Since(start))
+					break expiry
+				}
+			case <-deadline.C:
+				t.Fatal("server TTL did not remove the abandoned lock within 3s of its last renewal")
 			}
 		}
 		if d := time.Since(start); d > 2500*time.Millisecond {
@@ -124,11 +136,15 @@ func TestSubSecondLeaseTakeover(t *testing.T) {
 		}
 		got <- lk2
 	}()
-	// Renewals go on for a while: the waiter must not get in.
+	// Renewals go on for a while: the watching waiter must not get in. Of eight
+	// renewals counted once it watches, at least seven were sent after, spanning two
+	// leases or more.
+	waitForWatchers(t, waiter, 1)
+	waitForRenewals(t, third.kv, lk, 8)
 	select {
 	case <-got:
 		t.Fatal("waiter got a lock that was being renewed")
-	case <-time.After(4 * lease):
+	default:
 	}
 	paused := time.Now()
 	lk.paused.Store(true) // the holder freezes: no more renewals
@@ -173,8 +189,15 @@ func TestSubSecondLeaseTakeover(t *testing.T) {
 	if !errors.As(err, &le) || len(le.Holders) != 1 || le.Holders[0].Owner != "new" {
 		t.Fatalf("after the old Release: %v, want locked by new", err)
 	}
-	// The new holder keeps renewing its sub-second lease.
-	time.Sleep(3 * lease)
+	// The new holder keeps renewing its sub-second lease: after several renewals,
+	// and past the point where its grant alone would have run out, it still holds it.
+	lk2.mu.Lock()
+	grantEnds := lk2.validUntil
+	lk2.mu.Unlock()
+	waitForRenewals(t, third.kv, lk2, 6)
+	testenv.Eventually(t, 5*time.Second, "the end of the grant's own lease", func() bool {
+		return time.Now().After(grantEnds)
+	})
 	if !lk2.Held() || isClosed(lk2.Lost()) {
 		t.Fatal("new holder lost its lock")
 	}
@@ -194,7 +217,7 @@ func TestCutOffHolderLosesWithinLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(lease) // a renewal or two
+	waitForRenewals(t, l.kv, lk, 1) // cut after a renewal, not the grant
 	cut := time.Now()
 	nc.Close()
 	if !closedWithin(lk.Lost(), 2*time.Second) {

@@ -11,8 +11,13 @@ import (
 	"github.com/workq/workq/internal/jsx"
 )
 
-// MinWindow is the shortest limiter window: the server's minimum MaxAge.
-const MinWindow = 100 * time.Millisecond
+// MinWindow is the shortest limiter window. The server removes aged permits in a
+// periodic check that never runs more often than every 250 ms (nats-server v2.15,
+// memory and file stores alike), so with a shorter window permits would only age
+// out at those checks and a limiter would admit about n per 250 ms, not n per
+// window. Limiter refuses such a window with an error rather than silently
+// admitting less than asked for.
+const MinWindow = 250 * time.Millisecond
 
 // Limiter admits at most n permits per sliding window across every process that
 // uses the same limiter name on the same server or cluster.
@@ -22,10 +27,11 @@ const MinWindow = 100 * time.Millisecond
 // which the server admits only while fewer than n earlier permits are younger than
 // the window. The server decides atomically, so client clocks play no part, and a
 // permit costs one round trip. The server removes aged permits in a periodic check
-// that runs at most every 250 ms, so a window below 250 ms is still never exceeded,
-// but throughput under saturation tops out near n per 250 ms; permits are also freed
-// somewhat after exactly one window has passed. Limiter state lives in memory: a
-// server restart forgets the permits granted in the current window.
+// that runs at most every 250 ms (hence MinWindow), so a permit is freed between one
+// window and one window plus 250 ms after it was granted: never more than n permits
+// in any window, and under saturation somewhat fewer than n per window. Limiter
+// state lives in memory: a server restart forgets the permits granted in the current
+// window.
 type Limiter struct {
 	l       *Locker
 	name    string
@@ -36,7 +42,9 @@ type Limiter struct {
 }
 
 // Limiter returns the limiter called name (1 to 64 of [A-Za-z0-9_-], because it
-// names a stream), admitting n permits per window (window ≥ MinWindow). It creates
+// names a stream), admitting n permits per window. A window shorter than MinWindow
+// (250 ms) fails with ErrInvalidArgument: the server could not free permits that
+// often. It creates
 // the limiter's stream if needed (with the Locker's Replicas), waiting for the
 // server until ctx ends; if the limiter exists with another n or window it fails
 // with ErrLimiterConfig.
@@ -48,7 +56,9 @@ func (l *Locker) Limiter(ctx context.Context, name string, n int, window time.Du
 		return nil, fmt.Errorf("kvlock: limiter %q: rate %d: want at least 1: %w", name, n, ErrInvalidArgument)
 	}
 	if window < MinWindow {
-		return nil, fmt.Errorf("kvlock: limiter %q: window %s: want at least %s: %w", name, window, MinWindow, ErrInvalidArgument)
+		return nil, fmt.Errorf("kvlock: limiter %q: window %s: want at least %s (kvlock.MinWindow): "+
+			"the server frees aged permits at most every 250ms, so a shorter window would admit about %d per 250ms, not %d per %s: %w",
+			name, window, MinWindow, n, n, window, ErrInvalidArgument)
 	}
 	if ctx == nil {
 		return nil, fmt.Errorf("kvlock: limiter %q: nil context: %w", name, ErrInvalidArgument)
@@ -99,8 +109,14 @@ func (lim *Limiter) Window() time.Duration { return lim.window }
 // Allow asks for one permit without waiting. allowed says whether it was granted;
 // when it was not, retryAfter estimates when one frees up (at most one window,
 // computed from the server's timestamp of the oldest permit, so it is only as good
-// as the agreement between this machine's clock and the server's). An error means
-// the server could not decide (unreachable, cancelled context): no permit was taken.
+// as the agreement between this machine's clock and the server's).
+//
+// An error means this call got no decision (server unreachable, context ended,
+// request timed out): treat it as not allowed, but it may still have used up a
+// permit, since a request that reached the server before its reply was lost was
+// admitted and counts against the window like any other. The limit itself is never
+// exceeded; only fewer permits than n may be usable in that window.
+//
 // The common path is one round trip; a rejection costs a second one for retryAfter.
 // Each request is bounded by ctx and by a few seconds, so a request lost in a
 // reconnect fails instead of hanging.
@@ -124,7 +140,8 @@ func (lim *Limiter) Allow(ctx context.Context) (allowed bool, retryAfter time.Du
 
 // Wait blocks until it gets a permit or ctx ends. It sleeps until the oldest permit
 // should age out, then asks again; the server stays the judge. While the server is
-// unreachable it retries with a capped backoff.
+// unreachable it retries with a capped backoff; as with Allow, a request that timed
+// out may have used up a permit that this Wait then does not get.
 func (lim *Limiter) Wait(ctx context.Context) error {
 	if ctx == nil {
 		return lim.errorf("wait", fmt.Errorf("nil context: %w", ErrInvalidArgument))

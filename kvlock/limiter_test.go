@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,18 +136,41 @@ func TestLimiterNPerWindow(t *testing.T) {
 	}
 }
 
-// A sub-second window, with Allow and its retry hint. The server's expiry check runs
-// at most every 250 ms, which bounds throughput for windows that short.
-func TestLimiterSubSecondWindowAllow(t *testing.T) {
+// The shortest window, with Allow and its retry hint. The server's expiry check runs
+// at most every 250 ms, so a permit frees between one window and one window plus
+// 250 ms after its grant: throughput lies between n per 2×MinWindow and n per window.
+func TestLimiterMinWindowAllow(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore())
-	const n, w, d = 2, 200 * time.Millisecond, 2 * time.Second
+	const n, w, d = 2, MinWindow, 2 * time.Second
 	ps := runLimiter(t, env, "fast", n, w, d, true)
 	checkWindows(t, ps, n, w)
-	ideal := n * int(d/(250*time.Millisecond))
-	t.Logf("%d permits in %s (ideal ≈ %d at the server's 250 ms expiry granularity)", len(ps), d, ideal)
+	ideal := n * int(d/w)
+	t.Logf("%d permits in %s (ideal ≈ %d)", len(ps), d, ideal)
 	if len(ps) < ideal/2 {
-		t.Errorf("only %d permits in %s", len(ps), d)
+		t.Errorf("only %d permits in %s, want at least half of %d", len(ps), d, ideal)
 	}
+}
+
+// A window shorter than the server's 250 ms expiry check is refused with an error
+// that says why, rather than silently admitting about n per 250 ms.
+func TestLimiterWindowBelowExpiryCheck(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	l := newTestLocker(t, env.JetStream(t))
+	ctx := testenv.Context(t, 20*time.Second)
+	for _, w := range []time.Duration{100 * time.Millisecond, MinWindow - time.Millisecond} {
+		_, err := l.Limiter(ctx, "short", 5, w)
+		if !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("window %s: %v, want ErrInvalidArgument", w, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "at least 250ms") || !strings.Contains(msg, "5 per 250ms") {
+			t.Errorf("window %s: error %q does not say the floor and its effect", w, msg)
+		}
+	}
+	if _, err := l.Limiter(ctx, "short", 5, MinWindow); err != nil {
+		t.Fatalf("window MinWindow: %v", err)
+	}
+	_, err := l.Limiter(ctx, "short", 5, 100*time.Millisecond)
+	t.Logf("example: %v", err)
 }
 
 func TestLimiterConfigAndErrors(t *testing.T) {
@@ -202,6 +226,7 @@ func TestLimiterConfigAndErrors(t *testing.T) {
 		{"ok", 1, 0, ErrInvalidArgument},
 		{"ok", 1, -time.Second, ErrInvalidArgument},
 		{"ok", 1, 50 * time.Millisecond, ErrInvalidArgument},
+		{"ok", 1, MinWindow - 1, ErrInvalidArgument},
 	} {
 		if _, err := l.Limiter(ctx, tc.name, tc.n, tc.w); !errors.Is(err, tc.want) {
 			t.Errorf("Limiter(%q, %d, %s): %v, want %v", tc.name, tc.n, tc.w, err, tc.want)
