@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
 	"github.com/workq/workq/internal/jsx"
 )
 
@@ -124,9 +126,21 @@ func (lim *Limiter) Allow(ctx context.Context) (allowed bool, retryAfter time.Du
 	if ctx == nil {
 		return false, 0, lim.errorf("allow", fmt.Errorf("nil context: %w", ErrInvalidArgument))
 	}
+	return lim.allow(ctx, "")
+}
+
+// allow asks for one permit. A non-empty id is the request's message id: a request
+// sent again with the same id after its reply was lost is recognised by the
+// stream's duplicate window (one window long) and answered with the permit the first
+// one took, instead of taking a second.
+func (lim *Limiter) allow(ctx context.Context, id string) (allowed bool, retryAfter time.Duration, err error) {
 	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	_, err = lim.l.js.Publish(actx, lim.subject, nil)
+	var opts []jetstream.PublishOpt
+	if id != "" {
+		opts = append(opts, jetstream.WithMsgID(id))
+	}
+	_, err = lim.l.js.Publish(actx, lim.subject, nil, opts...)
 	if err == nil {
 		lim.l.metrics.decisions.WithLabelValues(resultAllowed).Inc()
 		return true, 0, nil
@@ -140,18 +154,20 @@ func (lim *Limiter) Allow(ctx context.Context) (allowed bool, retryAfter time.Du
 
 // Wait blocks until it gets a permit or ctx ends. It sleeps until the oldest permit
 // should age out, then asks again; the server stays the judge. While the server is
-// unreachable it retries with a capped backoff; as with Allow, a request that timed
-// out may have used up a permit that this Wait then does not get.
+// unreachable it retries with a capped backoff. Every request of one Wait carries the
+// same message id, so a request that was admitted but whose reply was lost is
+// answered as admitted when Wait asks again: one Wait takes at most one permit.
 func (lim *Limiter) Wait(ctx context.Context) error {
 	if ctx == nil {
 		return lim.errorf("wait", fmt.Errorf("nil context: %w", ErrInvalidArgument))
 	}
+	id := nuid.Next()
 	delay := 10 * time.Millisecond
 	for {
 		if err := ctx.Err(); err != nil {
 			return lim.errorf("wait", err)
 		}
-		ok, after, err := lim.Allow(ctx)
+		ok, after, err := lim.allow(ctx, id)
 		switch {
 		case ok:
 			return nil

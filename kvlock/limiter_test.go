@@ -233,3 +233,27 @@ func TestLimiterConfigAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// A request that Wait sends again after losing its reply carries the same message
+// id, so the server answers it with the permit the first one took: one Wait never
+// takes two permits.
+func TestLimiterRetriedRequestTakesOnePermit(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	l := newTestLocker(t, env.JetStream(t))
+	ctx := testenv.Context(t, 20*time.Second)
+	lim, err := l.Limiter(ctx, "retry", 2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for try := range 3 { // the first "reply lost", then asked again twice
+		if ok, _, err := lim.allow(ctx, "wait-1"); !ok || err != nil {
+			t.Fatalf("try %d of the same request: ok %v err %v; want admitted", try, ok, err)
+		}
+	}
+	if ok, _, err := lim.allow(ctx, "wait-2"); !ok || err != nil {
+		t.Fatalf("second request: ok %v err %v; want the second permit", ok, err)
+	}
+	if ok, _, err := lim.allow(ctx, "wait-3"); ok || err != nil {
+		t.Fatalf("third request: ok %v err %v; want rejected (2 per window)", ok, err)
+	}
+}
