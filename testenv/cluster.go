@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -18,11 +19,14 @@ type Cluster struct {
 	opts    []server.Options
 	nodes   []*server.Server
 	dir     string
+	ownDir  bool
 	logging bool
 }
 
 // RunCluster starts an n-node cluster (n ≥ 1) and returns once a JetStream meta leader
-// is elected and every node is current. Close stops it and removes its store.
+// is elected and every node is current. The store options apply as for Run: node i
+// stores under <dir>/n<i>, where dir is Dir's directory (kept) or a new temporary one
+// (in tmpfs with MemoryStore) that Close removes.
 func RunCluster(n int, opts ...Option) (*Cluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("testenv: cluster size %d: need at least 1 node", n)
@@ -31,19 +35,21 @@ func RunCluster(n int, opts ...Option) (*Cluster, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	dir, err := os.MkdirTemp("", "workq-cluster-")
+	dir, own, err := c.storeDir("workq-cluster-")
 	if err != nil {
-		return nil, fmt.Errorf("testenv: cluster store: %w", err)
+		return nil, err
 	}
-	cl := &Cluster{dir: dir, logging: c.logging || os.Getenv("WORKQ_SERVER_LOG") == "1"}
+	cl := &Cluster{dir: dir, ownDir: own, logging: c.logging || os.Getenv("WORKQ_SERVER_LOG") == "1"}
 	clientPorts := make([]int, n)
 	routePorts := make([]int, n)
 	var routes []*url.URL
 	for i := range n {
 		if clientPorts[i], err = FreePort(c.host); err != nil {
+			cl.Close()
 			return nil, err
 		}
 		if routePorts[i], err = FreePort(c.host); err != nil {
+			cl.Close()
 			return nil, err
 		}
 		routes = append(routes, mustURL(c.host, routePorts[i]))
@@ -54,7 +60,7 @@ func RunCluster(n int, opts ...Option) (*Cluster, error) {
 			Host:       c.host,
 			Port:       clientPorts[i],
 			JetStream:  true,
-			StoreDir:   fmt.Sprintf("%s/n%d", dir, i),
+			StoreDir:   filepath.Join(dir, fmt.Sprintf("n%d", i)),
 			SyncAlways: c.syncAlways,
 			Username:   c.user,
 			Password:   c.pass,
@@ -183,10 +189,15 @@ func (cl *Cluster) StreamLeader(stream string) int {
 	return -1
 }
 
-// Close stops every node and removes the cluster's store.
+// StoreDir is the directory holding every node's store (node i under n<i>).
+func (cl *Cluster) StoreDir() string { return cl.dir }
+
+// Close stops every node and removes the cluster's store if RunCluster created it.
 func (cl *Cluster) Close() {
 	for i := range cl.nodes {
 		cl.Stop(i)
 	}
-	_ = os.RemoveAll(cl.dir)
+	if cl.ownDir {
+		_ = os.RemoveAll(cl.dir)
+	}
 }

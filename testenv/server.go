@@ -35,9 +35,15 @@ type config struct {
 // acknowledged publish survives a power failure. The default fsyncs every 2 minutes.
 func SyncAlways() Option { return func(c *config) { c.syncAlways = true } }
 
-// MemoryStore keeps the JetStream store in memory (a tmpfs such as /dev/shm where the
-// machine has one, else the temporary directory). File-storage streams then cost no
-// disk I/O; Restart keeps their data, a reboot of the machine does not.
+// MemoryStore puts the temporary store directory in a RAM-backed tmpfs, /dev/shm,
+// where the machine has one (else in the ordinary temporary directory, on disk).
+//
+// It is not JetStream memory storage: the server still runs its file store, and
+// every stream keeps the storage type it asks for. File-storage streams are written
+// to files that happen to live in RAM, so writes and fsyncs cost no disk I/O, their
+// data survives Restart (and Stop, until Close removes the directory), and nothing
+// survives a reboot. It has no effect together with Dir. Default off: the store is
+// a new directory under os.TempDir.
 func MemoryStore() Option { return func(c *config) { c.memory = true } }
 
 // UserPassword requires clients to authenticate with this user and password.
@@ -52,8 +58,9 @@ func Port(port int) Option { return func(c *config) { c.port = port } }
 // Host sets the listen address. Default 127.0.0.1: nothing outside the machine can reach it.
 func Host(host string) Option { return func(c *config) { c.host = host } }
 
-// Dir sets the JetStream store directory. Default: a new temporary directory,
-// removed by Close. A directory given here is kept, so its data survives.
+// Dir sets the JetStream store directory (for a cluster, node i stores under
+// dir/n<i>). Default: a new temporary directory, removed by Close. A directory given
+// here is kept, so its data survives.
 func Dir(dir string) Option { return func(c *config) { c.dir = dir } }
 
 // Logging sends the server's own log to stderr. Default off; the environment
@@ -77,22 +84,17 @@ func Run(opts ...Option) (*Server, error) {
 		o(&c)
 	}
 	s := &Server{logging: c.logging || os.Getenv("WORKQ_SERVER_LOG") == "1"}
-	if c.dir == "" {
-		base := ""
-		if c.memory {
-			if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-				base = "/dev/shm"
-			}
-		}
-		d, err := os.MkdirTemp(base, "workq-js-")
-		if err != nil {
-			return nil, fmt.Errorf("testenv: store directory: %w", err)
-		}
-		c.dir, s.ownDir = d, true
+	dir, own, err := c.storeDir("workq-js-")
+	if err != nil {
+		return nil, err
 	}
+	c.dir, s.ownDir = dir, own
 	if c.port == 0 {
 		p, err := FreePort(c.host)
 		if err != nil {
+			if own {
+				_ = os.RemoveAll(dir)
+			}
 			return nil, err
 		}
 		c.port = p
@@ -112,6 +114,26 @@ func Run(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// storeDir returns the store directory the options ask for: Dir's, kept (own false),
+// or a new temporary one named pattern, in tmpfs with MemoryStore, that the caller
+// removes on Close (own true).
+func (c *config) storeDir(pattern string) (dir string, own bool, err error) {
+	if c.dir != "" {
+		return c.dir, false, nil
+	}
+	base := ""
+	if c.memory {
+		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+			base = "/dev/shm"
+		}
+	}
+	d, err := os.MkdirTemp(base, pattern)
+	if err != nil {
+		return "", false, fmt.Errorf("testenv: store directory: %w", err)
+	}
+	return d, true, nil
 }
 
 func (s *Server) start() error {

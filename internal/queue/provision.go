@@ -52,6 +52,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 	if cfg.Duplicates < 0 || cfg.RecordTTL < 0 {
 		return nil, fmt.Errorf("queue %s: negative duplicate window or record TTL", n.Queue)
 	}
+	asked := cfg // what the caller set explicitly, before defaults: only that is enforced on existing objects
 	if cfg.Duplicates == 0 {
 		cfg.Duplicates = DefaultDuplicates
 	}
@@ -97,7 +98,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 			TTL:         cfg.RecordTTL,
 			Storage:     storage,
 			Replicas:    replicas,
-		})
+		}, asked)
 		return err
 	})
 	if err != nil {
@@ -139,7 +140,20 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	return s, nil
 }
 
-func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+// ensureBucket creates the job-records bucket or checks the existing one. asked is the
+// caller's Config before defaults, so that only what the caller set is enforced:
+//
+//   - History must be 1. It is not a queue option; workq reads a job's state as the
+//     key's one value and counts records as the bucket's messages (workq inspect).
+//   - TTL (the stream's MaxAge) is checked only when the caller set RecordTTL. A
+//     worker or producer that leaves it unset accepts whatever retention the queue was
+//     created with (24h by default, or a producer's RecordTTL, or none): it is the
+//     operator's choice of how long finished records stay, and workers do not depend
+//     on it. A caller that did set it would otherwise see records vanish earlier (or
+//     stay longer) than it asked, so that is refused rather than ignored.
+//   - Replicas and memory storage are checked as for the streams: when asked.
+//   - The bucket's stream must take the bucket's subjects, or record writes fail.
+func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig, asked Config) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, want.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, want)
@@ -147,7 +161,48 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 			kv, err = js.KeyValue(ctx, want.Bucket)
 		}
 	}
-	return kv, err
+	if errors.Is(err, jetstream.ErrBadBucket) {
+		return nil, fmt.Errorf("%w: bucket %s: stream KV_%s exists but is not a key-value bucket", ErrIncompatible, want.Bucket, want.Bucket)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return nil, fmt.Errorf("bucket %s: unexpected status type %T", want.Bucket, st)
+	}
+	have := bs.StreamInfo().Config
+	var bad []string
+	if have.MaxMsgsPerSubject != int64(want.History) {
+		bad = append(bad, fmt.Sprintf("history %d, want %d", have.MaxMsgsPerSubject, want.History))
+	}
+	if asked.RecordTTL > 0 && have.MaxAge != asked.RecordTTL {
+		bad = append(bad, fmt.Sprintf("TTL %s, want %s", ttlString(have.MaxAge), asked.RecordTTL))
+	}
+	if asked.Replicas > 0 && have.Replicas != asked.Replicas {
+		bad = append(bad, fmt.Sprintf("%d replicas, want %d", have.Replicas, asked.Replicas))
+	}
+	if asked.Memory && have.Storage != jetstream.MemoryStorage {
+		bad = append(bad, fmt.Sprintf("%s storage, want memory", have.Storage))
+	}
+	if subj := "$KV." + want.Bucket + ".>"; !slices.Contains(have.Subjects, subj) {
+		bad = append(bad, fmt.Sprintf("subjects %v lack %s", have.Subjects, subj))
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("%w: bucket %s has %v", ErrIncompatible, want.Bucket, bad)
+	}
+	return kv, nil
+}
+
+func ttlString(d time.Duration) string {
+	if d == 0 {
+		return "none"
+	}
+	return d.String()
 }
 
 // ConsumerConfig is the durable pull consumer every worker of the queue shares.
@@ -164,10 +219,23 @@ func ConsumerConfig(n Names, ackWait time.Duration, maxAckPending, replicas int)
 	}
 }
 
-// EnsureConsumer creates the workers' consumer or checks that the existing one has
-// the same AckWait and filter: workers with different AckWaits on one queue would
-// time each other's jobs out.
+// EnsureConsumer creates the workers' consumer or checks that the existing one fits
+// the design. Refused, with ErrIncompatible:
+//   - a push consumer: workers pull;
+//   - another AckWait: workers with different AckWaits on one queue would time each
+//     other's jobs out;
+//   - an ack policy other than explicit: the fenced commit acks each job itself;
+//   - other filters: the workers would miss jobs or take another consumer's;
+//   - a finite MaxDeliver: a job that reaches it stays in the WorkQueue stream,
+//     never delivered again and never dead-lettered (workq counts attempts itself);
+//   - BackOff: it replaces AckWait for redelivery, so a heartbeat paced on AckWait
+//     could lose a live job to a shorter step;
+//   - HeadersOnly: workers would get jobs without their payload.
+//
+// MaxAckPending, replicas and the like are left as they are: they change throughput
+// or durability, not correctness.
 func EnsureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	stream := s.CachedInfo().Config.Name
 	var c jetstream.Consumer
 	err := jsx.Retry(ctx, func(ctx context.Context) error {
 		var err error
@@ -180,23 +248,59 @@ func EnsureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.Cons
 		}
 		return err
 	})
+	if errors.Is(err, jetstream.ErrNotPullConsumer) {
+		return nil, fmt.Errorf("%w: consumer %s of stream %s is a push consumer; workq workers need a pull consumer (delete it to let workq create its own)",
+			ErrIncompatible, want.Durable, stream)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("consumer %s on stream %s: %w", want.Durable, s.CachedInfo().Config.Name, err)
+		return nil, fmt.Errorf("consumer %s on stream %s: %w", want.Durable, stream, err)
 	}
 	have := c.CachedInfo().Config
 	var bad []string
 	if have.AckWait != want.AckWait {
 		bad = append(bad, fmt.Sprintf("AckWait %s, this worker wants %s", have.AckWait, want.AckWait))
 	}
-	if have.AckPolicy != jetstream.AckExplicitPolicy {
-		bad = append(bad, "ack policy "+have.AckPolicy.String())
+	if have.AckPolicy != want.AckPolicy {
+		bad = append(bad, fmt.Sprintf("ack policy %s, want %s", have.AckPolicy, want.AckPolicy))
 	}
-	if !slices.Equal(have.FilterSubjects, want.FilterSubjects) {
-		bad = append(bad, fmt.Sprintf("filters %v %q, want %v", have.FilterSubjects, have.FilterSubject, want.FilterSubjects))
+	if !sameSet(filters(have), filters(want)) {
+		bad = append(bad, fmt.Sprintf("filters %v, want %v", filters(have), filters(want)))
+	}
+	if have.MaxDeliver > 0 {
+		bad = append(bad, fmt.Sprintf("MaxDeliver %d, want unlimited (a job at MaxDeliver would stay stuck in the stream)", have.MaxDeliver))
+	}
+	if len(have.BackOff) > 0 {
+		bad = append(bad, fmt.Sprintf("BackOff %v, want none", have.BackOff))
+	}
+	if have.HeadersOnly {
+		bad = append(bad, "headers only, want payloads")
 	}
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("%w: consumer %s of stream %s has %v (every worker of a queue must agree; delete the consumer to change it)",
-			ErrIncompatible, want.Durable, s.CachedInfo().Config.Name, bad)
+			ErrIncompatible, want.Durable, stream, bad)
 	}
 	return c, nil
+}
+
+// filters are a consumer's filter subjects, whichever of the two fields holds them.
+func filters(c jetstream.ConsumerConfig) []string {
+	if c.FilterSubject != "" {
+		return append([]string{c.FilterSubject}, c.FilterSubjects...)
+	}
+	return c.FilterSubjects
+}
+
+// sameSet reports whether a and b hold the same subjects, in any order.
+func sameSet(a, b []string) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	for _, s := range b {
+		if !slices.Contains(a, s) {
+			return false
+		}
+	}
+	return true
 }
