@@ -137,6 +137,8 @@ func TestBadInputUnknownKindGoesToDeadLetters(t *testing.T) {
 		t.Errorf("%d dead letters, want 1", n)
 	}
 	testenv.Eventually(t, 5*time.Second, "jobs stream empty (dead job terminated)", func() bool { return qaStreamMsgs(t, js, "WORKQ_kinds") == 0 })
+	// The worker counts an outcome just after writing it to the record.
+	testenv.Eventually(t, 5*time.Second, "the outcomes counted", func() bool { s := w.Stats(); return s.Dead == 1 && s.Committed == 1 })
 	if s := w.Stats(); s.Dead != 1 || s.Committed != 1 || s.Retried != 0 {
 		t.Errorf("stats %+v", s)
 	}
@@ -183,6 +185,8 @@ func TestBadInputMalformedJSONGoesToDeadLetters(t *testing.T) {
 	if e := m.Header.Get("Workq-Error"); !strings.Contains(e, "malformed") {
 		t.Errorf("Workq-Error = %q", e)
 	}
+	// The worker counts an outcome just after writing it to the record.
+	testenv.Eventually(t, 5*time.Second, "the outcomes counted", func() bool { s := w.Stats(); return s.Dead == 1 && s.Committed == 1 })
 	if s := w.Stats(); s.Dead != 1 || s.Committed != 1 || s.Retried != 0 {
 		t.Errorf("stats %+v", s)
 	}
@@ -246,6 +250,8 @@ func TestBadInputPlainPublishIsAJob(t *testing.T) {
 		}
 	}
 	testenv.Eventually(t, 5*time.Second, "jobs stream empty", func() bool { return qaStreamMsgs(t, js, "WORKQ_plain") == 0 })
+	// The worker counts a commit just after writing it to the record.
+	testenv.Eventually(t, 5*time.Second, "the commits counted", func() bool { return w.Stats().Committed == 3 })
 	if s := w.Stats(); s.Committed != 3 || s.Dead != 0 {
 		t.Errorf("stats %+v", s)
 	}
@@ -328,4 +334,165 @@ func TestBadInputNewWaitsForUnreachableServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 10*time.Second, "job done", func() bool { return status(t, p, "x").State == producer.StateDone })
+}
+
+// Every entry point given nil or out-of-range input returns a clear error, or does
+// the documented thing (nil options and middleware are skipped; the zero Mux works;
+// Exponential never returns a negative delay) — and never panics.
+func TestBadInputNeverPanics(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	var nilCtx context.Context // a variable, as a caller's bug would pass it
+	const q = "nopanic"
+	w := newWorker(t, js, q, qaNop)
+	newErr := func(ctx context.Context, js jetstream.JetStream, h consumer.Handler, opts ...consumer.Option) error {
+		_, err := consumer.New(ctx, js, q, h, append([]consumer.Option{consumer.Logger(quiet)}, opts...)...)
+		return err
+	}
+	tag := func(s string) consumer.Middleware {
+		return func(next consumer.Handler) consumer.Handler {
+			return consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+				if err := next.Handle(ctx, j); err != nil {
+					return fmt.Errorf("%s(%w)", s, err)
+				}
+				return nil
+			})
+		}
+	}
+	fails := consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return errors.New("x") })
+	cases := []struct {
+		name string
+		want string // "" for success, else a part of the error
+		call func() error
+	}{
+		{"New(nil ctx)", "nil context", func() error { return newErr(nilCtx, js, qaNop) }},
+		{"New(nil JetStream)", "nil JetStream", func() error { return newErr(ctx, nil, qaNop) }},
+		{"New(nil Handler)", "nil handler", func() error { return newErr(ctx, js, nil) }},
+		{"New(nil HandlerFunc)", "nil handler", func() error { return newErr(ctx, js, consumer.HandlerFunc(nil)) }},
+		{"New(nil Option) is skipped", "", func() error { return newErr(ctx, js, qaNop, nil, consumer.Concurrency(2), nil) }},
+		{"New(Use(nil, nil)) is skipped", "", func() error { return newErr(ctx, js, qaNop, consumer.Use(nil, nil)) }},
+		{"Heartbeat(5ms)", "heartbeat 5ms: want at least 10ms", func() error { return newErr(ctx, js, qaNop, consumer.Heartbeat(5*time.Millisecond)) }},
+		{"Heartbeat(-1s)", "want at least 10ms", func() error { return newErr(ctx, js, qaNop, consumer.Heartbeat(-time.Second)) }},
+		{"Heartbeat(10ms)", "", func() error {
+			return newErr(ctx, js, qaNop, consumer.Heartbeat(10*time.Millisecond))
+		}},
+		{"Run(nil ctx)", "nil context", func() error { return w.Run(nilCtx) }},
+		{"Chain skips nil middleware", "a(b(x))", func() error {
+			return consumer.Chain(fails, nil, tag("a"), nil, tag("b"), nil).Handle(ctx, &consumer.Job{})
+		}},
+		{"zero Mux without routes", "no handler for job kind", func() error {
+			var m consumer.Mux
+			return m.Handle(ctx, &consumer.Job{})
+		}},
+		{"zero Mux Route", "", func() error {
+			var m consumer.Mux
+			m.Route("", qaNop)
+			return m.Handle(ctx, &consumer.Job{})
+		}},
+		{"zero Mux RouteFunc and Default", "x", func() error {
+			var m consumer.Mux
+			m.RouteFunc("other", func(context.Context, *consumer.Job) error { return nil })
+			m.Default(fails)
+			return m.Handle(ctx, &consumer.Job{})
+		}},
+		{"Mux RouteFunc(nil) removes the route", "no handler for job kind", func() error {
+			m := consumer.NewMux()
+			m.Route("", qaNop)
+			m.RouteFunc("", nil)
+			m.Default(consumer.HandlerFunc(nil))
+			return m.Handle(ctx, &consumer.Job{})
+		}},
+		{"Backoff(nil)", "nil backoff", func() error { return newErr(ctx, js, qaNop, consumer.Backoff(nil)) }},
+		{"Exponential with bad bounds", "", func() error { return checkExponential() }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("panicked: %v", r)
+					}
+				}()
+				err = c.call()
+			}()
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("error %v, want none", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("error %v, want one saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+// checkExponential calls Exponential with bases and limits out of order, zero or
+// negative, and attempts from below 1 to huge, and reports a delay below 0, above
+// the documented bound, or a call that does not return within a second.
+func checkExponential() error {
+	const huge = time.Duration(1<<63 - 1)
+	type bounds struct{ base, limit, want time.Duration } // want: the largest delay allowed
+	for _, b := range []bounds{
+		{-time.Second, time.Minute, 0}, {0, time.Minute, 0}, {-time.Second, -time.Minute, 0},
+		{time.Second, time.Millisecond, time.Second}, {time.Second, 0, time.Second}, {time.Second, -time.Second, time.Second},
+		{time.Second, huge, huge}, {1, huge, huge}, {huge, huge, huge}, {time.Second, 5 * time.Minute, 5 * time.Minute},
+	} {
+		f := consumer.Exponential(b.base, b.limit)
+		for _, attempt := range []int{-1 << 62, -1, 0, 1, 2, 3, 30, 62, 63, 64, 100, 1 << 40, 1<<63 - 1} {
+			got := make(chan time.Duration, 1)
+			go func() { got <- f(attempt) }()
+			select {
+			case d := <-got:
+				if d < 0 || d > b.want {
+					return fmt.Errorf("Exponential(%s, %s)(%d) = %s, want 0 to %s", b.base, b.limit, attempt, d, b.want)
+				}
+			case <-time.After(time.Second):
+				return fmt.Errorf("Exponential(%s, %s)(%d) did not return within 1s", b.base, b.limit, attempt)
+			}
+		}
+	}
+	if d := consumer.Constant(-time.Second)(1); d != 0 {
+		return fmt.Errorf("Constant(-1s) = %s, want 0", d)
+	}
+	return nil
+}
+
+// A backoff that returns a negative delay retries at once, and the job record says
+// so: its retry time is not in the past.
+func TestBadInputNegativeBackoffRetriesAtOnce(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	const q = "negbackoff"
+	p := newProducer(t, js, q)
+	second := make(chan struct{})
+	release := make(chan struct{})
+	// Unfenced, so that the record still says retrying while the retry runs.
+	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		if j.Attempt() == 1 {
+			return errors.New("once")
+		}
+		close(second)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}), consumer.Unfenced(), consumer.Backoff(func(int) time.Duration { return -time.Hour }))
+	runWorker(t, w)
+	before := time.Now()
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("n1")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job was not retried")
+	}
+	r := status(t, p, "n1")
+	close(release)
+	if r.State != producer.StateRetrying || r.RetryAt.Before(before) || r.RetryAt.After(time.Now()) {
+		t.Fatalf("record while retrying %+v: want retrying, retry at between %s and now", r, before.Format(time.RFC3339Nano))
+	}
+	testenv.Eventually(t, 10*time.Second, "the job to succeed", func() bool { return status(t, p, "n1").State == producer.StateDone })
 }

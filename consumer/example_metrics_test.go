@@ -38,7 +38,7 @@ func ExampleMetrics() {
 	waitFor(p, "t1", producer.StateDone)
 
 	// What a scrape sees, once the worker has counted the commit.
-	for {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		families, err := reg.Gather()
 		if err != nil {
 			log.Fatal(err)
@@ -60,6 +60,7 @@ func ExampleMetrics() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	fmt.Println("gave up: the commit was not counted within 10s")
 	// Output:
 	// workq_jobs_processed_total kind=resize outcome=committed queue=thumbs 1
 }

@@ -36,14 +36,22 @@ func connect() (jetstream.JetStream, func()) {
 }
 
 // waitFor polls a job's record until it reaches state (examples only; a real
-// program does not poll).
+// program does not poll). After 10 seconds it gives up: it prints why, which fails
+// the example's output check, and returns an empty record.
 func waitFor(p *producer.Producer, id string, state producer.State) *producer.Record {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for {
-		r, err := p.Status(context.Background(), id)
+		r, err := p.Status(ctx, id)
 		if err == nil && r.State == state {
 			return r
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			fmt.Printf("gave up waiting for job %s to be %s: record %+v, err %v\n", id, state, r, err)
+			return &producer.Record{}
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 

@@ -19,13 +19,21 @@ type HandlerFunc func(ctx context.Context, j *Job) error
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, j *Job) error { return f(ctx, j) }
 
+// isNilFunc reports whether h is a nil HandlerFunc, which is not a nil Handler.
+func isNilFunc(h Handler) bool {
+	f, ok := h.(HandlerFunc)
+	return ok && f == nil
+}
+
 // Middleware wraps a Handler, for logging, tracing, metrics or rate limits.
 type Middleware func(Handler) Handler
 
-// Chain wraps h in mw, the first given outermost.
+// Chain wraps h in mw, the first given outermost. Nil middleware is skipped.
 func Chain(h Handler, mw ...Middleware) Handler {
 	for i := len(mw) - 1; i >= 0; i-- {
-		h = mw[i](h)
+		if mw[i] != nil {
+			h = mw[i](h)
+		}
 	}
 	return h
 }

@@ -9,7 +9,7 @@ import (
 
 // Mux routes jobs to handlers by kind (producer.Kind). A job whose kind has no
 // handler fails permanently with ErrUnknownKind and goes to dead letters with its
-// payload, unless a default handler is set.
+// payload, unless a default handler is set. The zero Mux is ready to use.
 type Mux struct {
 	mu       sync.RWMutex
 	handlers map[string]Handler
@@ -19,20 +19,35 @@ type Mux struct {
 // NewMux returns an empty Mux.
 func NewMux() *Mux { return &Mux{handlers: map[string]Handler{}} }
 
-// Route registers h for kind; the empty kind matches jobs without one.
+// Route registers h for kind; the empty kind matches jobs without one. A nil h
+// removes kind's handler.
 func (m *Mux) Route(kind string, h Handler) {
+	if isNilFunc(h) {
+		h = nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if h == nil {
+		delete(m.handlers, kind)
+		return
+	}
+	if m.handlers == nil {
+		m.handlers = map[string]Handler{}
+	}
 	m.handlers[kind] = h
 }
 
-// RouteFunc registers f for kind.
+// RouteFunc registers f for kind. A nil f removes kind's handler.
 func (m *Mux) RouteFunc(kind string, f func(ctx context.Context, j *Job) error) {
 	m.Route(kind, HandlerFunc(f))
 }
 
-// Default registers h for kinds that have no handler of their own.
+// Default registers h for kinds that have no handler of their own. A nil h removes
+// the default.
 func (m *Mux) Default(h Handler) {
+	if isNilFunc(h) {
+		h = nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.fallback = h

@@ -13,7 +13,8 @@ import (
 	"github.com/workq/workq/internal/queue"
 )
 
-// Option configures a Worker.
+// Option configures a Worker. New skips nil options, so optional settings can be
+// passed as a variable that may be nil.
 type Option func(*config) error
 
 type config struct {
@@ -91,12 +92,17 @@ func AckWait(d time.Duration) Option {
 	}
 }
 
-// Heartbeat sets how often a running job's progress is reported. Default a third of
-// AckWait, so two heartbeats can be lost before the job moves on.
+// minHeartbeat is the shortest Heartbeat interval: each beat is a message to the
+// server (and, fenced, a read of the job record) per running job.
+const minHeartbeat = 10 * time.Millisecond
+
+// Heartbeat sets how often a running job's progress is reported: at least 10ms, and
+// shorter than AckWait. Default a third of AckWait, so two heartbeats can be lost
+// before the job moves on.
 func Heartbeat(d time.Duration) Option {
 	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("consumer: heartbeat %s: want > 0", d)
+		if d < minHeartbeat {
+			return fmt.Errorf("consumer: heartbeat %s: want at least %s", d, minHeartbeat)
 		}
 		c.heartbeat = d
 		return nil
@@ -118,24 +124,35 @@ func MaxAttempts(n int) Option {
 // BackoffFunc returns how long to wait before attempt+1 after attempt failed.
 type BackoffFunc func(attempt int) time.Duration
 
-// Backoff sets the retry delay. Default Exponential(1s, 5m).
+// Backoff sets the retry delay. A negative delay from f counts as 0: retry at once.
+// Default Exponential(1s, 5m).
 func Backoff(f BackoffFunc) Option {
 	return func(c *config) error {
 		if f == nil {
 			return fmt.Errorf("consumer: nil backoff")
 		}
-		c.backoff = f
+		c.backoff = func(attempt int) time.Duration { return max(f(attempt), 0) }
 		return nil
 	}
 }
 
 // Exponential doubles the delay from base with every attempt up to limit, and picks
 // the delay at random in its upper half (jitter), so jobs that failed together do not
-// retry together.
+// retry together. A base ≤ 0 retries at once every time; a limit below base is taken
+// as base.
 func Exponential(base, limit time.Duration) BackoffFunc {
+	base = max(base, 0)
+	limit = max(limit, base)
 	return func(attempt int) time.Duration {
+		if base == 0 {
+			return 0
+		}
 		d := base
 		for i := 1; i < attempt && d < limit; i++ {
+			if d > limit/2 {
+				d = limit // doubling would pass limit, or overflow
+				break
+			}
 			d *= 2
 		}
 		d = min(d, limit)
@@ -146,8 +163,11 @@ func Exponential(base, limit time.Duration) BackoffFunc {
 	}
 }
 
-// Constant retries after d every time.
-func Constant(d time.Duration) BackoffFunc { return func(int) time.Duration { return d } }
+// Constant retries after d every time; a d below 0 retries at once.
+func Constant(d time.Duration) BackoffFunc {
+	d = max(d, 0)
+	return func(int) time.Duration { return d }
+}
 
 // ClaimDelay is how long the first attempt of a job runs before its claim is written
 // to the job record. A job that finishes sooner writes its record once, at commit —
@@ -252,7 +272,8 @@ func MaxAckPending(n int) Option {
 	}
 }
 
-// Use wraps the handler in middleware, the first given outermost.
+// Use wraps the handler in middleware, the first given outermost. Nil middleware is
+// skipped.
 func Use(mw ...Middleware) Option {
 	return func(c *config) error { c.middleware = append(c.middleware, mw...); return nil }
 }

@@ -24,16 +24,36 @@ func TestIDReusedAfterFinishedRecord(t *testing.T) {
 			const q = "reuse"
 			p := newProducer(t, js, q)
 			runs := make(chan uint64, 4)
+			release := make(chan struct{})
 			w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
-				time.Sleep(30 * time.Millisecond) // outlive the claim delay
+				select { // held until the test has seen the claim
+				case <-release:
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
 				runs <- j.FencingToken()
 				return j.Fence(ctx)
 			}), consumer.ClaimDelay(delay), consumer.AckWait(30*time.Second))
 			runWorker(t, w)
+			// letRun waits for the run in progress to have written its claim over
+			// whatever the record said before (with a claim delay, once the run has
+			// outlived it), then lets the handler go on.
+			letRun := func() {
+				t.Helper()
+				testenv.Eventually(t, 10*time.Second, "the record to show the job running", func() bool {
+					return status(t, p, "again").State == producer.StateRunning
+				})
+				select {
+				case release <- struct{}{}:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the handler is not running")
+				}
+			}
 
 			if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("1"), producer.ID("again")); err != nil {
 				t.Fatal(err)
 			}
+			letRun()
 			testenv.Eventually(t, 10*time.Second, "first run done", func() bool { return status(t, p, "again").State == producer.StateDone })
 			first := <-runs
 
@@ -44,6 +64,7 @@ func TestIDReusedAfterFinishedRecord(t *testing.T) {
 			if _, err := js.PublishMsg(testenv.Context(t, 5*time.Second), msg); err != nil {
 				t.Fatal(err)
 			}
+			letRun()
 			var second uint64
 			select {
 			case second = <-runs:

@@ -50,13 +50,22 @@ type Worker struct {
 }
 
 // New returns a worker for queue, creating the queue and its workers' consumer if
-// they are missing. While the server is unreachable it waits, until ctx ends.
+// they are missing. While the server is unreachable it waits, until ctx ends. A nil
+// ctx, js or h is an error; nil options are skipped.
 func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handler, opts ...Option) (*Worker, error) {
-	if h == nil {
-		return nil, errors.New("consumer: nil handler")
+	switch {
+	case ctx == nil:
+		return nil, fmt.Errorf("consumer: queue %s: nil context", queueName)
+	case js == nil:
+		return nil, fmt.Errorf("consumer: queue %s: nil JetStream", queueName)
+	case h == nil, isNilFunc(h):
+		return nil, fmt.Errorf("consumer: queue %s: nil handler", queueName)
 	}
 	cfg := defaults()
 	for _, o := range opts {
+		if o == nil {
+			continue
+		}
 		if err := o(&cfg); err != nil {
 			return nil, err
 		}
@@ -116,8 +125,12 @@ func (w *Worker) Name() string { return w.cfg.name }
 // Run pulls and runs jobs until ctx ends, then stops pulling, lets running jobs
 // finish for up to the drain timeout, cancels the rest and hands every unfinished or
 // buffered job back for prompt redelivery. It returns nil after such a clean stop,
-// or an error if the connection was closed under it. Run may be called once at a time.
+// or an error if the connection was closed under it. Run may be called once at a time;
+// a nil ctx is an error.
 func (w *Worker) Run(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("consumer: queue %s: Run: nil context", w.names.Queue)
+	}
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("consumer: Run is already running")
 	}
@@ -248,12 +261,20 @@ func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 // job, it cancels the handler with ErrStale and stops, sending nothing. It runs on a
 // timer, not a goroutine of its own: most jobs finish before the first beat.
 func (w *Worker) heartbeat(j *Job, cancel context.CancelCauseFunc) (stop func()) {
+	// The claim check may take longer than a short heartbeat interval (a slow server,
+	// a claim written on the way): give it up to half of what is left of AckWait, so
+	// the InProgress after it still lands in time, and never less than the interval.
+	fenceTimeout := max(w.cfg.heartbeat, (w.cfg.ackWait-w.cfg.heartbeat)/2)
+	// mu guards stopped and t: the callback reads t to reschedule itself, and may run
+	// before AfterFunc has returned, so t is assigned with mu held.
 	var mu sync.Mutex
 	stopped := false
 	var t *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
 	t = time.AfterFunc(w.cfg.heartbeat, func() {
 		if j.fenced {
-			ctx, c := context.WithTimeout(context.Background(), w.cfg.heartbeat)
+			ctx, c := context.WithTimeout(context.Background(), fenceTimeout)
 			err := j.Fence(ctx)
 			c()
 			if errors.Is(err, ErrStale) {

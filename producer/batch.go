@@ -37,7 +37,16 @@ type pending struct {
 // (or was a duplicate), ErrBatch when some failed, or ctx's error when the context
 // ended — jobs whose acknowledgement had not arrived by then carry that error too,
 // though the server may have stored them; enqueuing the same batch again is safe.
+// A nil ctx is an error, carried by every result, and nothing is sent.
 func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, error) {
+	if ctx == nil {
+		err := fmt.Errorf("producer: enqueue batch on queue %s: nil context", p.names.Queue)
+		res := make([]Result, len(jobs))
+		for i := range res {
+			res[i].ID, res[i].Err = jobs[i].ID, err
+		}
+		return res, err
+	}
 	start := time.Now()
 	res := make([]Result, len(jobs))
 	defer p.countBatch(start, res)

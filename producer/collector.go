@@ -46,7 +46,7 @@ type queueSample struct {
 	oldest                                       time.Time // zero when the queue is empty
 }
 
-// CollectorOption configures a QueueCollector.
+// CollectorOption configures a QueueCollector. NewQueueCollector skips nil options.
 type CollectorOption func(*QueueCollector) error
 
 // CollectorCache sets how long a read of the queues' state serves scrapes. Default
@@ -100,6 +100,9 @@ func NewQueueCollector(js jetstream.JetStream, queues []string, opts ...Collecto
 		c.queues = append(c.queues, n)
 	}
 	for _, o := range opts {
+		if o == nil {
+			continue
+		}
 		if err := o(c); err != nil {
 			return nil, err
 		}

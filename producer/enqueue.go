@@ -32,11 +32,17 @@ type JobInfo struct {
 
 // Enqueue publishes one job and waits for the server to store it. A transient
 // failure (server restarting, leader moving) is retried until ctx ends; the job id
-// makes retries safe.
+// makes retries safe. A nil ctx is an error.
 func (p *Producer) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (JobInfo, error) {
 	j := Job{Payload: payload}
 	for _, o := range opts {
-		o(&j)
+		if o != nil {
+			o(&j)
+		}
+	}
+	if ctx == nil {
+		p.metrics.errors.Inc()
+		return JobInfo{ID: j.ID}, fmt.Errorf("producer: enqueue job %s on queue %s: nil context", j.ID, p.names.Queue)
 	}
 	msg, err := p.message(&j)
 	if err != nil {

@@ -10,7 +10,8 @@ import (
 	"github.com/workq/workq/internal/queue"
 )
 
-// Option configures a Producer.
+// Option configures a Producer. New skips nil options, so optional settings can be
+// passed as a variable that may be nil.
 type Option func(*config) error
 
 type config struct {
@@ -106,7 +107,7 @@ func Metrics(reg prometheus.Registerer) Option {
 	}
 }
 
-// EnqueueOption configures one Enqueue.
+// EnqueueOption configures one Enqueue. Enqueue skips nil options.
 type EnqueueOption func(*Job)
 
 // ID sets the job id, the dedup key. Ids are 1 to 200 characters of letters, digits

@@ -38,10 +38,20 @@ type Producer struct {
 }
 
 // New returns a producer for queue, creating the queue's streams and bucket if they
-// are missing. While the server is unreachable it waits, until ctx ends.
+// are missing. While the server is unreachable it waits, until ctx ends. A nil ctx or
+// js is an error; nil options are skipped.
 func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...Option) (*Producer, error) {
+	switch {
+	case ctx == nil:
+		return nil, fmt.Errorf("producer: queue %s: nil context", queueName)
+	case js == nil:
+		return nil, fmt.Errorf("producer: queue %s: nil JetStream", queueName)
+	}
 	cfg := config{maxInFlight: 4000, ackTimeout: 5 * time.Second}
 	for _, o := range opts {
+		if o == nil {
+			continue
+		}
 		if err := o(&cfg); err != nil {
 			return nil, err
 		}

@@ -753,3 +753,71 @@ func TestNewWaitsForUnreachableServer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// ---- bad input never panics ----
+
+// Every entry point given nil input returns a clear error or does the documented
+// thing (nil options are skipped) — and never panics.
+func TestBadInputNeverPanics(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	var nilCtx context.Context // a variable, as a caller's bug would pass it
+	const q = "nopanic"
+	p := mustNew(t, js, q)
+	cases := []struct {
+		name string
+		want string // "" for success, else a part of the error
+		call func() error
+	}{
+		{"New(nil ctx)", "nil context", func() error { _, err := producer.New(nilCtx, js, q); return err }},
+		{"New(nil JetStream)", "nil JetStream", func() error { _, err := producer.New(ctx, nil, q); return err }},
+		{"New(nil Option) is skipped", "", func() error {
+			_, err := producer.New(ctx, js, q, nil, producer.MaxInFlight(10), nil)
+			return err
+		}},
+		{"Enqueue(nil EnqueueOption) is skipped", "", func() error {
+			info, err := p.Enqueue(ctx, []byte("x"), nil, producer.ID("opt-1"), nil)
+			if err == nil && info.ID != "opt-1" {
+				return fmt.Errorf("enqueued as %q, want opt-1", info.ID)
+			}
+			return err
+		}},
+		{"Enqueue(nil ctx)", "nil context", func() error { _, err := p.Enqueue(nilCtx, []byte("x"), producer.ID("nil-1")); return err }},
+		{"EnqueueBatch(nil ctx)", "nil context", func() error {
+			res, err := p.EnqueueBatch(nilCtx, []producer.Job{{ID: "nb-1"}, {ID: "nb-2"}})
+			if len(res) != 2 || res[0].ID != "nb-1" || res[1].Err == nil {
+				return fmt.Errorf("results %+v, want one per job carrying the error", res)
+			}
+			return err
+		}},
+		{"Status(nil ctx)", "nil context", func() error { _, err := p.Status(nilCtx, "opt-1"); return err }},
+		{"NewQueueCollector(nil CollectorOption) is skipped", "", func() error {
+			_, err := producer.NewQueueCollector(js, []string{q}, nil, producer.CollectorCache(0), nil)
+			return err
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("panicked: %v", r)
+					}
+				}()
+				err = c.call()
+			}()
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("error %v, want none", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("error %v, want one saying %q", err, c.want)
+			}
+		})
+	}
+	// Only the valid enqueue was stored.
+	if n := streamMsgs(t, js, "WORKQ_"+q); n != 1 {
+		t.Fatalf("stream holds %d messages, want 1", n)
+	}
+}
