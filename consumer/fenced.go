@@ -137,23 +137,39 @@ func (w *Worker) update(ctx context.Context, j *Job, change func(next *record.Re
 }
 
 // sameWrite reports whether the stored record cur is the write next: the same run
-// (message, delivery, attempt, worker, start) in the same state.
+// in the same state.
 func sameWrite(cur, next *record.Record) bool {
+	return sameRun(cur, next) && cur.State == next.State
+}
+
+// sameRun reports whether cur was written by the run that writes next: the same
+// message, delivery, attempt, worker and start.
+func sameRun(cur, next *record.Record) bool {
 	return cur.Sequence == next.Sequence && cur.Delivery == next.Delivery && cur.Attempt == next.Attempt &&
-		cur.State == next.State && cur.StartedAt.Equal(next.StartedAt) &&
+		cur.StartedAt.Equal(next.StartedAt) &&
 		cur.Worker != nil && next.Worker != nil && *cur.Worker == *next.Worker
 }
 
 // createOver creates next as the job's first record, or replaces a finished record
 // left by an earlier message with the same id (enqueued again after the duplicate
-// window, or requeued from dead letters).
+// window, or requeued from dead letters). A record this same run wrote already (a
+// claim that landed though its reply was lost, so the run never learnt its revision)
+// is this run's own: next is that write, or is written over it.
 func (w *Worker) createOver(ctx context.Context, j *Job, next *record.Record) error {
 	err := w.records.Create(ctx, next)
 	if !errors.Is(err, record.ErrConflict) {
 		return err
 	}
 	old, gerr := w.records.Get(ctx, j.id)
-	if gerr != nil || old.Sequence == next.Sequence || !old.State.Terminal() {
+	switch {
+	case gerr != nil:
+		return err
+	case sameWrite(old, next):
+		next.Revision = old.Revision
+		return nil
+	case sameRun(old, next) && !old.State.Terminal():
+		return w.records.Update(ctx, next, old.Revision)
+	case old.Sequence == next.Sequence || !old.State.Terminal():
 		return err
 	}
 	return w.records.Update(ctx, next, old.Revision)

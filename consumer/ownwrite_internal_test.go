@@ -1,0 +1,65 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/testenv"
+)
+
+// A claim that reached the server but whose reply was lost leaves the run without
+// its revision. Its next write (the claim again, or the commit) finds that record:
+// it is the run's own, not another worker's, and must not make the run think it was
+// reassigned. A record of another run still conflicts.
+func TestCreateOverRecognisesOwnLandedClaim(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := testenv.Context(t, 20*time.Second)
+	w, err := New(ctx, env.JetStream(t), "own", HandlerFunc(func(context.Context, *Job) error { return nil }),
+		Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &Job{id: "job-1"}
+	claim := record.Record{ID: "job-1", Queue: "own", State: record.Running, Attempt: 1, Delivery: 1, Sequence: 7,
+		Worker: &w.identity, StartedAt: time.Now()}
+
+	landed := claim // the write that landed; its reply never came back
+	if err := w.records.Create(ctx, &landed); err != nil {
+		t.Fatal(err)
+	}
+	again := claim
+	if err := w.createOver(ctx, j, &again); err != nil {
+		t.Fatalf("claim written again over its own landed copy: %v; want it recognised", err)
+	}
+	if again.Revision != landed.Revision {
+		t.Fatalf("claim revision %d, want the landed one %d", again.Revision, landed.Revision)
+	}
+
+	done := claim // a lazy first attempt committing without knowing its claim landed
+	done.State, done.FinishedAt = record.Done, time.Now()
+	if err := w.createOver(ctx, j, &done); err != nil {
+		t.Fatalf("commit over its own landed claim: %v", err)
+	}
+	if got, err := w.records.Get(ctx, "job-1"); err != nil || got.State != record.Done || got.Revision <= landed.Revision {
+		t.Fatalf("record after commit: %+v, %v; want done above revision %d", got, err, landed.Revision)
+	}
+
+	other := claim // another delivery's run of the same message
+	other.Delivery, other.StartedAt = 2, time.Now()
+	j2 := &Job{id: "job-2"}
+	theirs := other
+	theirs.ID = "job-2"
+	if err := w.records.Create(ctx, &theirs); err != nil {
+		t.Fatal(err)
+	}
+	mine := claim
+	mine.ID = "job-2"
+	if err := w.createOver(ctx, j2, &mine); !errors.Is(err, record.ErrConflict) {
+		t.Fatalf("claim over another run's claim: %v; want a conflict", err)
+	}
+}
