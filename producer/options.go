@@ -51,9 +51,12 @@ func DuplicateWindow(d time.Duration) Option {
 	}
 }
 
-// RecordTTL sets how long job records live after their last write when this producer
-// creates the queue. Default 24 hours: long enough to look a finished job up the next
-// day, short enough that the bucket does not grow without bound.
+// RecordTTL sets how long job records live after their last write. It applies when
+// this producer creates the queue; on an existing queue whose records live for
+// another time, New fails with ErrIncompatible rather than ignore it. Unset, the
+// producer accepts the queue's retention, and a new queue gets 24 hours: long enough
+// to look a finished job up the next day, short enough that the bucket does not grow
+// without bound.
 func RecordTTL(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second {
