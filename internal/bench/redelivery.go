@@ -75,20 +75,12 @@ func rawRedelivery(ctx context.Context, js jetstream.JetStream, ackWait time.Dur
 	// The consumer that stalls is behind a proxy, exactly like the workq worker that
 	// stalls: it receives the message, then its link freezes with its Consume (and
 	// its pull request) still open, as in a GC pause or a partition.
-	proxy, err := testenv.NewProxy(js.Conn().ConnectedUrl())
+	proxy, nc, jsa, err := behindProxy(ctx, js, dial)
 	if err != nil {
 		return 0, err
 	}
 	defer proxy.Close()
-	nc, err := dial(ctx, proxy.URL())
-	if err != nil {
-		return 0, fmt.Errorf("connect through the proxy: %w", err)
-	}
 	defer nc.Close()
-	jsa, err := jetstream.New(nc)
-	if err != nil {
-		return 0, err
-	}
 	ca, err := jsa.Consumer(ctx, raw.Names.Stream, raw.Names.Consumer)
 	if err != nil {
 		return 0, err
@@ -151,20 +143,12 @@ func workqRedelivery(ctx context.Context, js jetstream.JetStream, ackWait time.D
 	if _, err := p.Enqueue(ctx, payload); err != nil {
 		return 0, err
 	}
-	proxy, err := testenv.NewProxy(js.Conn().ConnectedUrl())
+	proxy, nc, jsa, err := behindProxy(ctx, js, dial)
 	if err != nil {
 		return 0, err
 	}
 	defer proxy.Close()
-	nc, err := dial(ctx, proxy.URL())
-	if err != nil {
-		return 0, fmt.Errorf("connect through the proxy: %w", err)
-	}
 	defer nc.Close()
-	jsa, err := jetstream.New(nc)
-	if err != nil {
-		return 0, err
-	}
 	opts := []consumer.Option{consumer.AckWait(ackWait), consumer.Concurrency(1), consumer.Logger(quiet()), consumer.DrainTimeout(time.Second)}
 	stalled := make(chan time.Time, 1)
 	redelivered := make(chan time.Time, 1)
@@ -240,6 +224,27 @@ func workqRedelivery(ctx context.Context, js jetstream.JetStream, ackWait time.D
 
 // cleanupQueue deletes a queue's streams and bucket so that many small scenarios do
 // not pile up on a shared server. Best effort.
+// behindProxy connects to js's server through a fault-injection proxy, so that the
+// connection can be frozen (proxy.Pause) or cut (nc.Close).
+func behindProxy(ctx context.Context, js jetstream.JetStream, dial Dial) (*testenv.Proxy, *nats.Conn, jetstream.JetStream, error) {
+	proxy, err := testenv.NewProxy(js.Conn().ConnectedUrl())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nc, err := dial(ctx, proxy.URL())
+	if err != nil {
+		proxy.Close()
+		return nil, nil, nil, fmt.Errorf("connect through the proxy: %w", err)
+	}
+	jsa, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		proxy.Close()
+		return nil, nil, nil, err
+	}
+	return proxy, nc, jsa, nil
+}
+
 func cleanupQueue(js jetstream.JetStream, n queue.Names) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
