@@ -20,6 +20,8 @@ func TestBenchScenarios(t *testing.T) {
 			Scenario string  `json:"scenario"`
 			Metric   string  `json:"metric"`
 			Workq    float64 `json:"workq"`
+			Raw      float64 `json:"raw"`
+			Ratio    float64 `json:"ratio"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -33,6 +35,15 @@ func TestBenchScenarios(t *testing.T) {
 		seen[strings.Fields(r.Scenario)[0]] = true
 		if strings.HasPrefix(r.Metric, "worker MiB") {
 			seen["rss"] = true
+			continue // the worker's RSS has no raw counterpart
+		}
+		// Every other figure is set side by side with raw JetStream's.
+		if r.Raw <= 0 {
+			t.Errorf("%s %s: no raw figure: %v", r.Scenario, r.Metric, r.Raw)
+		}
+		// Except deep/base, where workq and raw are each their own ratio already.
+		if r.Metric != "rate deep/base" && r.Ratio <= 0 {
+			t.Errorf("%s %s: no ratio: %v", r.Scenario, r.Metric, r.Ratio)
 		}
 	}
 	for _, s := range []string{"enqueue", "process", "end-to-end", "redelivery", "lock", "limiter", "backlog", "rss"} {

@@ -125,7 +125,7 @@ func (a *app) connect(ctx context.Context, name string, longLived bool) (*conn, 
 		}
 		select {
 		case <-ctx.Done():
-			return nil, connectError(f.server, err, f.wait)
+			return nil, interrupted(f.server+" to be reachable", f.wait)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -143,15 +143,18 @@ func (a *app) connect(ctx context.Context, name string, longLived bool) (*conn, 
 			break
 		}
 		if ctx.Err() == nil && time.Now().Before(deadline) {
-			time.Sleep(250 * time.Millisecond)
-			continue
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+				continue
+			}
 		}
 		nc.Close()
 		switch {
+		case ctx.Err() != nil:
+			return nil, interrupted("JetStream on "+f.server+" to answer", f.wait)
 		case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 			return nil, fmt.Errorf("JetStream is not enabled on %s for this account (start nats-server with -js, or run 'workq server')", f.server)
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
 		default:
 			return nil, fmt.Errorf("JetStream on %s does not answer: %v", f.server, err)
 		}
@@ -191,6 +194,15 @@ func connectError(server string, err error, wait time.Duration) error {
 		return fmt.Errorf("cannot connect to %s: no server is reachable there (is it running? set --server or NATS_URL, or --wait for it)", server)
 	}
 	return fmt.Errorf("cannot connect to %s: %v", server, err)
+}
+
+// interrupted is the error of a connection given up because workq was signalled
+// (SIGINT, SIGTERM) while it waited for what.
+func interrupted(what string, wait time.Duration) error {
+	if wait > 0 {
+		return fmt.Errorf("interrupted while waiting for %s (--wait %s)", what, wait)
+	}
+	return fmt.Errorf("interrupted while waiting for %s", what)
 }
 
 // opCtx bounds a one-shot command's work on the server.

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -186,10 +189,35 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 // start runs workq in the background; the test's end kills it if still running.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	p := newProc(args)
+	p.launch(t)
+	return p
+}
+
+// startPipe is start with a pipe to workq's stdin, which the test writes and closes
+// (the test's end closes it too).
+func startPipe(t *testing.T, args ...string) (*proc, io.WriteCloser) {
+	t.Helper()
+	p := newProc(args)
+	w, err := p.cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.launch(t)
+	t.Cleanup(func() { _ = w.Close() })
+	return p, w
+}
+
+func newProc(args []string) *proc {
 	p := &proc{cmd: exec.Command(workqBin, args...), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), "NATS_URL="+serverURL)
 	p.cmd.Stdout = lockedWriter{&p.mu, &p.out}
 	p.cmd.Stderr = lockedWriter{&p.mu, &p.err}
+	return p
+}
+
+func (p *proc) launch(t *testing.T) {
+	t.Helper()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +237,16 @@ func start(t *testing.T, args ...string) *proc {
 			<-p.done
 		}
 	})
-	return p
+}
+
+// exited says whether the process has exited.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (p *proc) stderr() string {
@@ -253,6 +290,34 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// readPID reads a pid a command wrote to path; 0 if it is not there yet.
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// gone says whether process pid has ended: it no longer exists, or it is a zombie
+// that whoever inherited it has not reaped yet (Linux: it reads /proc).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	// The state is the first field after the command name, which is in parentheses.
+	rest := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(rest) > 0 && (rest[0] == "Z" || rest[0] == "X")
 }
 
 // jobRecord is the part of `workq job get --json` the tests read.

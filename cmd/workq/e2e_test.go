@@ -2,8 +2,11 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -161,8 +164,13 @@ func TestDeadLettersListedAndRequeued(t *testing.T) {
 
 func TestStalledWorkerCommitRefused(t *testing.T) {
 	q := "stall"
+	dir := t.TempDir()
+	gate, finished := filepath.Join(dir, "gate"), filepath.Join(dir, "A-finished")
 	ok(t, "", "enqueue", q, "payload", "--id", "s1")
-	a := start(t, "work", q, "--ack-wait", "1s", "--name", "A", "--", "sh", "-c", "cat >/dev/null; sleep 2; echo A")
+	// A's command runs until the test opens the gate, so A is surely mid-job when it
+	// is frozen, and finishes only once B owns the job.
+	a := start(t, "work", q, "--ack-wait", "1s", "--name", "A", "--", "sh", "-c",
+		`cat >/dev/null; while [ ! -e "`+gate+`" ]; do sleep 0.05; done; echo A; touch "`+finished+`"`)
 	waitFor(t, 10*time.Second, "A running s1", func() bool {
 		r := getJob(t, q, "s1")
 		return r.State == "running" && r.Worker != nil && r.Worker.Name == "A"
@@ -174,6 +182,9 @@ func TestStalledWorkerCommitRefused(t *testing.T) {
 		r := getJob(t, q, "s1")
 		return r.State == "done" && r.Worker != nil && r.Worker.Name == "B"
 	})
+	// A's command completes while A is still frozen; A then tries to commit it.
+	writeFile(t, gate, "")
+	waitFor(t, 10*time.Second, "A's command finished", func() bool { _, err := os.Stat(finished); return err == nil })
 	a.signal(t, syscall.SIGCONT)
 	waitFor(t, 15*time.Second, "A's commit refused", func() bool { return strings.Contains(a.stderr(), "job s1 was reassigned") })
 	if r := getJob(t, q, "s1"); string(r.Result) != "B\n" || r.Attempt != 2 {
@@ -195,13 +206,13 @@ func TestKilledWorkerJobsRedelivered(t *testing.T) {
 	ok(t, "", "enqueue", q, "x", "--id", "k1")
 	ok(t, "", "enqueue", q, "y", "--id", "k2")
 	dir := t.TempDir()
-	a := start(t, "work", q, "-c", "2", "--ack-wait", "1s", "--", "sh", "-c", `echo $$ > "`+dir+`/$WORKQ_JOB_ID.pid"; exec sleep 30`)
+	a := start(t, "work", q, "-c", "2", "--ack-wait", "1s", "--", "sh", "-c",
+		`echo $$ > "`+dir+`/$WORKQ_JOB_ID.tmp" && mv "`+dir+`/$WORKQ_JOB_ID.tmp" "`+dir+`/$WORKQ_JOB_ID.pid"; exec sleep 30`)
 	pids := func() []int {
 		var out []int
 		for _, id := range []string{"k1", "k2"} {
-			b, err := os.ReadFile(filepath.Join(dir, id+".pid"))
-			if n, err2 := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && err2 == nil {
-				out = append(out, n)
+			if pid := readPID(filepath.Join(dir, id+".pid")); pid > 0 {
+				out = append(out, pid)
 			}
 		}
 		return out
@@ -209,11 +220,24 @@ func TestKilledWorkerJobsRedelivered(t *testing.T) {
 	waitFor(t, 10*time.Second, "both jobs running", func() bool { return len(pids()) == 2 })
 	t.Cleanup(func() {
 		for _, pid := range pids() {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if !gone(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 	})
 	a.signal(t, syscall.SIGKILL)
 	a.wait(t, 5*time.Second)
+	if runtime.GOOS == "linux" {
+		// The commands die with their worker rather than run on unowned.
+		waitFor(t, 10*time.Second, "the killed worker's commands gone", func() bool {
+			for _, pid := range pids() {
+				if !gone(pid) {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	b := start(t, "work", q, "-c", "2", "--ack-wait", "1s", "--", "sh", "-c", `echo "B-$WORKQ_ATTEMPT"`)
 	waitFor(t, 15*time.Second, "both jobs redelivered and done", func() bool {
 		return getJob(t, q, "k1").State == "done" && getJob(t, q, "k2").State == "done"
@@ -229,8 +253,10 @@ func TestKilledWorkerJobsRedelivered(t *testing.T) {
 
 func TestLockRunExcludes(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join(dir, "in")
-	first := start(t, "lock", "run", "L1", "--", "sh", "-c", `touch "`+in+`"; sleep 2; rm "`+in+`"; echo "first $WORKQ_LOCK_TOKEN"`)
+	in, gate := filepath.Join(dir, "in"), filepath.Join(dir, "gate")
+	// The first command holds the lock until the test opens the gate.
+	first := start(t, "lock", "run", "L1", "--", "sh", "-c",
+		`touch "`+in+`"; while [ ! -e "`+gate+`" ]; do sleep 0.05; done; rm "`+in+`"; echo "first $WORKQ_LOCK_TOKEN"`)
 	waitFor(t, 10*time.Second, "the first command running", func() bool { _, err := os.Stat(in); return err == nil })
 
 	var info struct {
@@ -248,13 +274,32 @@ func TestLockRunExcludes(t *testing.T) {
 	r := wq(t, "", "lock", "run", "--timeout", "300ms", "L1", "--", "true")
 	oneLine(t, r, 1, "L1")
 
-	// A waiting run gets the lock only once the first command is done.
-	r = wq(t, "", "lock", "run", "L1", "--", "sh", "-c", `test ! -e "`+in+`"`)
-	if r.code != 0 {
-		t.Errorf("second lock run exited %d (ran while the first held the lock?); stderr: %s", r.code, r.stderr)
+	// A waiting run gets the lock only once the first command is done: it is
+	// waiting (it said so), and has not run its command, while the first holds.
+	second := start(t, "lock", "run", "-v", "L1", "--", "sh", "-c", `test ! -e "`+in+`" && echo "second $WORKQ_LOCK_TOKEN"`)
+	waitFor(t, 10*time.Second, "the second run waiting", func() bool { return strings.Contains(second.stderr(), "waiting") })
+	if !strings.Contains(second.stderr(), "held by") || second.stdout() != "" || second.exited() {
+		t.Fatalf("second lock run did not wait for the first: stdout %q, stderr %q", second.stdout(), second.stderr())
 	}
+	okJSON(t, &info, "lock", "info", "L1", "--json")
+	if !info.Held || info.PID != first.cmd.Process.Pid || second.stdout() != "" {
+		t.Fatalf("lock info %+v, second's stdout %q: want L1 still held by the first run (pid %d)", info, second.stdout(), first.cmd.Process.Pid)
+	}
+	writeFile(t, gate, "")
 	if code := first.wait(t, 10*time.Second); code != 0 || !strings.HasPrefix(first.stdout(), "first ") {
 		t.Errorf("first lock run: exit %d, stdout %q", code, first.stdout())
+	}
+	if code := second.wait(t, 15*time.Second); code != 0 || !strings.HasPrefix(second.stdout(), "second ") {
+		t.Errorf("second lock run: exit %d (ran while the first held the lock?), stdout %q, stderr %q", code, second.stdout(), second.stderr())
+	}
+	var t1, t2 uint64
+	_, err1 := fmt.Sscanf(first.stdout(), "first %d", &t1)
+	_, err2 := fmt.Sscanf(second.stdout(), "second %d", &t2)
+	if err1 != nil || err2 != nil || t2 <= t1 {
+		t.Errorf("tokens: first %q, second %q; want the second greater", first.stdout(), second.stdout())
+	}
+	if !strings.Contains(second.stderr(), "took lock") {
+		t.Errorf("second lock run -v did not say it took the lock: %q", second.stderr())
 	}
 	if r := wq(t, "", "lock", "run", "L2", "--", "sh", "-c", "exit 7"); r.code != 7 {
 		t.Errorf("lock run passed on exit %d, want 7", r.code)
@@ -376,10 +421,34 @@ func TestDemo(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("workq demo exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"was reassigned", "redelivered", "moved to dead letters", "SUMMARY", "committed", "2999"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
+	// find returns the submatches of the first line matching re, or fails the test.
+	find := func(re string) []string {
+		t.Helper()
+		m := regexp.MustCompile(`(?m)` + re).FindStringSubmatch(r.stdout)
+		if m == nil {
+			t.Errorf("demo output has no line matching %s", re)
 		}
+		return m
+	}
+	// The job the dying worker held went to a live worker, which committed it.
+	if m := find(`w-kill dies while running (\S+) `); m != nil {
+		k := regexp.QuoteMeta(m[1])
+		find(k + ` redelivered to (w\d+|w-stall) \(attempt [2-9]\) after w-kill died holding it$`)
+		find(`^\s+` + k + `: lost when w-kill died, committed by (w\d+|w-stall) on attempt [2-9]$`)
+	}
+	// The frozen worker's job went to another worker; its own late commit was refused.
+	if m := find(`w-stall freezes for \S+ while running (\S+) `); m != nil {
+		s := regexp.QuoteMeta(m[1])
+		find(`w-stall: job ` + s + ` was reassigned — its late commit is refused`)
+		find(`^\s+` + s + `: frozen on w-stall, committed by w\d+ on attempt [2-9]$`)
+	}
+	find(`\S+: job poison-1 moved to dead letters after 3 attempts`)
+	find(`flaky-1 succeeded on attempt 3`)
+	find(`^committed\s+2999\s+each exactly once\s*$`)
+	find(`^reassigned\s+[1-9]\d*\s+late commits refused\s*$`)
+	find(`^dead\s+1\s+in dead letters \(1\)\s*$`)
+	if t.Failed() {
+		t.Logf("demo output:\n%s", r.stdout)
 	}
 	t.Logf("workq demo took %s", r.took)
 }

@@ -127,15 +127,31 @@ func (a *app) enqueue(ctx context.Context, args []string, f enqueueFlags) error 
 	}
 	base := producer.Job{ID: f.id, Kind: f.kind, Header: header, MaxAttempts: f.maxAttempts}
 
+	// Open the input before touching the server: a --file that cannot be read must
+	// not leave a new, empty queue behind.
+	var in io.Reader
+	if len(args) == 1 {
+		r, closeIn, err := a.input(f.file)
+		if err != nil {
+			return err
+		}
+		defer closeIn()
+		in = r
+	}
+
 	c, err := a.connect(ctx, "enqueue", false)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	nothing := exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: interrupted; nothing enqueued", q)}
 	octx, cancel := a.opCtx(ctx)
 	p, err := producer.New(octx, c.js, q)
 	cancel()
 	if err != nil {
+		if ctx.Err() != nil {
+			return nothing
+		}
 		return err
 	}
 
@@ -145,12 +161,10 @@ func (a *app) enqueue(ctx context.Context, args []string, f enqueueFlags) error 
 		if len(args) == 2 {
 			j.Payload = []byte(args[1])
 		} else {
-			in, closeIn, err := a.input(f.file)
-			if err != nil {
-				return err
+			j.Payload, err = readAll(ctx, in)
+			if ctx.Err() != nil {
+				return nothing
 			}
-			j.Payload, err = io.ReadAll(in)
-			closeIn()
 			if err != nil {
 				return fmt.Errorf("read payload: %w", err)
 			}
@@ -159,16 +173,14 @@ func (a *app) enqueue(ctx context.Context, args []string, f enqueueFlags) error 
 		defer cancel()
 		info, err := p.Enqueue(octx, j.Payload, producer.ID(j.ID), producer.Kind(j.Kind), headerOpts(j.Header), producer.MaxAttempts(j.MaxAttempts))
 		if err != nil {
+			if ctx.Err() != nil {
+				return exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: interrupted; the job may or may not have been enqueued", q)}
+			}
 			return err
 		}
 		return a.printEnqueued(f, []producer.Result{{JobInfo: info}}, nil, 0)
 	}
 
-	in, closeIn, err := a.input(f.file)
-	if err != nil {
-		return err
-	}
-	defer closeIn()
 	total := int64(-1)
 	if f.file != "" && f.file != "-" {
 		total = countLines(f.file)
@@ -227,37 +239,52 @@ func (a *app) enqueue(ctx context.Context, args []string, f enqueueFlags) error 
 		chunk = chunk[:0]
 		return ctx.Err()
 	}
-	r := bufio.NewReaderSize(in, 64<<10)
-	for {
-		line, rerr := r.ReadBytes('\n')
-		if len(line) > 0 {
+	// stopped ends the command early: interrupted (SIGINT/SIGTERM), or cause;
+	// sending says the chunk was being sent (some of it may be enqueued).
+	stopped := func(cause error, sending bool) error {
+		bar.clear()
+		if ctx.Err() != nil {
+			return a.enqueueInterrupted(q, n, failed, len(chunk), sending)
+		}
+		return a.enqueueFailed(q, n, failed, cause)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	batches := readLines(in, stop)
+	for eof := false; !eof; {
+		var b lineBatch
+		select {
+		case <-ctx.Done():
+			// Stop waiting for input that may never end (a terminal, an open pipe).
+			return stopped(ctx.Err(), false)
+		case b = <-batches:
+		}
+		for _, line := range b.lines {
 			lastLine++
 			line = bytes.TrimRight(line, "\r\n")
-			if len(bytes.TrimSpace(line)) > 0 {
-				ji := parseJobLine(line, lastLine, base, f.ndjson)
-				chunk = append(chunk, ji)
-				if f.id != "" && n+len(failed)+len(chunk) > 1 {
-					return usageError{errors.New("--id names a single job, but the input has more than one; give ids per line with --ndjson")}
-				}
-				if len(chunk) >= enqueueChunk {
-					if err := flush(); err != nil {
-						bar.clear()
-						return a.enqueueFailed(q, n, failed, err)
-					}
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			chunk = append(chunk, parseJobLine(line, lastLine, base, f.ndjson))
+			if f.id != "" && n+len(failed)+len(chunk) > 1 {
+				return usageError{errors.New("--id names a single job, but the input has more than one; give ids per line with --ndjson")}
+			}
+			if len(chunk) >= enqueueChunk {
+				if err := flush(); err != nil {
+					return stopped(err, true)
 				}
 			}
 		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
+		switch {
+		case b.err == io.EOF:
+			eof = true
+		case b.err != nil:
 			bar.clear()
-			return fmt.Errorf("read input: %w", rerr)
+			return fmt.Errorf("read input: %w", b.err)
 		}
 	}
 	if err := flush(); err != nil {
-		bar.clear()
-		return a.enqueueFailed(q, n, failed, err)
+		return stopped(err, true)
 	}
 	bar.finish()
 	if len(failed) > 0 {
@@ -272,6 +299,81 @@ func (a *app) enqueue(ctx context.Context, args []string, f enqueueFlags) error 
 		fmt.Fprintf(a.stdout, "enqueued %d job(s) on %s in %s (%d duplicate(s)%s)\n", n, q, el.Round(time.Millisecond), dups, rate)
 	}
 	return nil
+}
+
+// lineBatch is lines read from the input, each with its newline, and the error
+// that ended the input (io.EOF at its end) if it ended.
+type lineBatch struct {
+	lines [][]byte
+	err   error
+}
+
+// readLines reads r on a goroutine of its own, so that the reader of the batches
+// can give up on input that blocks (a terminal, a pipe nobody closes) when it is
+// interrupted. A batch holds what was read without blocking, up to a few hundred
+// lines; the last one carries the error that ended the input. The goroutine ends at
+// the end of the input or, once the read under way returns, when stop is closed.
+func readLines(r io.Reader, stop <-chan struct{}) <-chan lineBatch {
+	ch := make(chan lineBatch, 4)
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		var b lineBatch
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				b.lines = append(b.lines, line)
+			}
+			b.err = err
+			if err != nil || len(b.lines) >= 256 || br.Buffered() == 0 {
+				select {
+				case ch <- b:
+				case <-stop:
+					return
+				}
+				b = lineBatch{}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// readAll reads r to its end, or until ctx ends.
+func readAll(ctx context.Context, r io.Reader) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(r)
+		ch <- result{b, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.b, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// enqueueInterrupted reports an enqueue stopped by SIGINT or SIGTERM and fails
+// the command: how many jobs made it, how many lines read were not sent (or were
+// being sent, with no answer yet).
+func (a *app) enqueueInterrupted(q string, ok int, failed []jobOutput, unsent int, sending bool) error {
+	msg := fmt.Sprintf("queue %s: interrupted; %d job(s) enqueued", q, ok)
+	switch {
+	case unsent > 0 && sending:
+		msg += fmt.Sprintf(", %d more were being sent (some may be enqueued)", unsent)
+	case unsent > 0:
+		msg += fmt.Sprintf(", %d read but not enqueued", unsent)
+	}
+	if len(failed) > 0 {
+		msg += fmt.Sprintf(", %d failed", len(failed))
+	}
+	return exitCodeError{code: exitError, msg: msg}
 }
 
 // enqueueFailed names the failed jobs in one line and fails the command.
@@ -314,6 +416,10 @@ func (a *app) input(file string) (io.Reader, func(), error) {
 	fh, err := os.Open(file)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open --file: %w", err)
+	}
+	if st, err := fh.Stat(); err == nil && st.IsDir() {
+		fh.Close()
+		return nil, nil, fmt.Errorf("--file %s is a directory", file)
 	}
 	return fh, func() { fh.Close() }, nil
 }

@@ -51,8 +51,9 @@ func (a *app) locker(ctx context.Context, what string, lf *lockFlags, longLived 
 }
 
 // acquireWith takes the lock, waiting up to timeout (0: until ctx ends) or not at
-// all with nonblock.
-func acquireWith(ctx context.Context, l *kvlock.Locker, name string, nonblock bool, timeout time.Duration, opts ...kvlock.AcquireOption) (*kvlock.Lock, error) {
+// all with nonblock. If say is not nil, it is told when the lock is busy (and who
+// holds it) and when it was taken after waiting.
+func acquireWith(ctx context.Context, l *kvlock.Locker, name string, nonblock bool, timeout time.Duration, say func(string, ...any), opts ...kvlock.AcquireOption) (*kvlock.Lock, error) {
 	if nonblock {
 		return l.TryAcquire(ctx, name, opts...)
 	}
@@ -61,7 +62,29 @@ func acquireWith(ctx context.Context, l *kvlock.Locker, name string, nonblock bo
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	return l.Acquire(ctx, name, opts...)
+	if say == nil {
+		return l.Acquire(ctx, name, opts...)
+	}
+	lk, err := l.TryAcquire(ctx, name, opts...)
+	if err == nil || !errors.Is(err, kvlock.ErrLocked) {
+		return lk, err
+	}
+	say("%v; waiting", lockedMessage(name, err))
+	start := time.Now()
+	if lk, err = l.Acquire(ctx, name, opts...); err == nil {
+		say("took lock %q after %s (token %d)", name, time.Since(start).Round(time.Millisecond), lk.Token())
+	}
+	return lk, err
+}
+
+// sayer prints "workq: …" lines on stderr when verbose, else is nil.
+func (a *app) sayer(verbose bool) func(string, ...any) {
+	if !verbose {
+		return nil
+	}
+	return func(format string, args ...any) {
+		fmt.Fprintf(a.stderr, "workq: "+format+"\n", args...)
+	}
 }
 
 func lockedMessage(name string, err error) error {
@@ -79,7 +102,7 @@ func lockedMessage(name string, err error) error {
 func (a *app) lockRunCommand(lf *lockFlags) *cobra.Command {
 	var (
 		ttl, timeout, grace time.Duration
-		nonblock            bool
+		nonblock, verbose   bool
 		conflictExit        int
 	)
 	cmd := &cobra.Command{
@@ -91,7 +114,8 @@ Waits for the lock (up to --timeout; -n fails at once if it is held). While the
 command runs the lock is renewed; if it is lost anyway (this process stalled or was
 cut off longer than --ttl) the command's process group is killed and workq exits
 non-zero. The command gets WORKQ_LOCK_NAME and WORKQ_LOCK_TOKEN, the fencing token.
-SIGINT and SIGTERM are passed on to the command.`,
+SIGINT and SIGTERM are passed on to the command. On Linux, if workq itself is
+killed the command is killed too (SIGKILL), so it does not run on unlocked.`,
 		Example: `  workq lock run nightly-report -- ./report.sh
   workq lock run -n deploy -- make deploy || echo "someone else is deploying"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -109,7 +133,7 @@ SIGINT and SIGTERM are passed on to the command.`,
 				return err
 			}
 			defer c.Close()
-			lk, err := acquireWith(ctx, l, name, nonblock, timeout, kvlock.TTL(ttl))
+			lk, err := acquireWith(ctx, l, name, nonblock, timeout, a.sayer(verbose), kvlock.TTL(ttl))
 			if err != nil {
 				if errors.Is(err, kvlock.ErrLocked) {
 					return exitCodeError{code: conflictExit, msg: lockedMessage(name, err).Error()}
@@ -137,16 +161,21 @@ SIGINT and SIGTERM are passed on to the command.`,
 	fl.BoolVarP(&nonblock, "nonblock", "n", false, "fail at once if the lock is held")
 	fl.IntVar(&conflictExit, "conflict-exit", 1, "exit status when the lock could not be taken")
 	fl.DurationVar(&grace, "kill-grace", 5*time.Second, "after SIGTERM to the command's group, wait this long before SIGKILL")
+	fl.BoolVarP(&verbose, "verbose", "v", false, "say on stderr when the lock is busy (and who holds it) and when it was taken")
 	return cmd
 }
 
 // runUnderLock runs argv in its own process group, passing on SIGINT/SIGTERM (ctx's
 // end) and killing it if the lock is lost. It returns the command's exit status.
+// On Linux the command is killed if workq dies, so that it cannot run on after
+// the lock has gone to someone else.
 func runUnderLock(ctx context.Context, lk *kvlock.Lock, argv []string, grace time.Duration) (int, error) {
+	unpin := pinThread() // until the command is waited for: see childProcAttr
+	defer unpin()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "WORKQ_LOCK_NAME="+lk.Name(), "WORKQ_LOCK_TOKEN="+strconv.FormatUint(lk.Token(), 10))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start %s: %w", argv[0], err)
 	}
@@ -195,6 +224,7 @@ func (a *app) lockAcquireCommand(lf *lockFlags) *cobra.Command {
 		ttl, timeout time.Duration
 		nonblock     bool
 		jsonOut      bool
+		verbose      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "acquire <name>",
@@ -212,7 +242,7 @@ renewed: it frees itself when the lease ends, or earlier with
 				return err
 			}
 			defer c.Close()
-			lk, err := acquireWith(ctx, l, args[0], nonblock, timeout, kvlock.TTL(ttl), kvlock.NoRenew())
+			lk, err := acquireWith(ctx, l, args[0], nonblock, timeout, a.sayer(verbose), kvlock.TTL(ttl), kvlock.NoRenew())
 			if err != nil {
 				return lockedMessage(args[0], err)
 			}
@@ -235,6 +265,7 @@ renewed: it frees itself when the lease ends, or earlier with
 	fl.BoolVarP(&nonblock, "nonblock", "n", false, "fail at once if the lock is held")
 	fl.BoolVar(&jsonOut, "json", false, "print JSON")
 	fl.BoolP("quiet", "q", false, "print only the token")
+	fl.BoolVarP(&verbose, "verbose", "v", false, "say on stderr when the lock is busy (and who holds it) and when it was taken")
 	return cmd
 }
 

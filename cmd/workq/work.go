@@ -61,7 +61,8 @@ after a backoff until --max-attempts, then dead-lettered. The command's stderr
 passes through to workq's.
 
 The command runs in its own process group; --timeout, a lost job and a drain
-that runs out kill the group (SIGTERM, then SIGKILL after --kill-grace). A
+that runs out kill the group (SIGTERM, then SIGKILL after --kill-grace); on
+Linux a workq that is killed takes its commands with it (SIGKILL). A
 command that outlives its job's ownership (this worker stalled past --ack-wait
 and the job went to another worker) gets its commit refused, logged as
 "job <id> was reassigned".
@@ -202,6 +203,8 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 	if token == 0 {
 		return fmt.Errorf("job %s: lost before the command started: %w", j.ID(), context.Cause(ctx))
 	}
+	unpin := pinThread() // until the command is waited for: see childProcAttr
+	defer unpin()
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin = bytes.NewReader(j.Payload())
 	out := &limitedBuffer{max: r.flags.maxResult}
@@ -211,7 +214,7 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 	defer lw.flush()
 	cmd.Stderr = io.MultiWriter(lw, tail)
 	cmd.Env = append(os.Environ(), r.env(j, token)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childProcAttr()
 	cmd.WaitDelay = r.flags.killGrace + time.Second // a grandchild holding stdout open cannot hang us
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", r.argv[0], err)

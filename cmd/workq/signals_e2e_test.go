@@ -1,0 +1,180 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// How workq behaves when it is killed or interrupted.
+
+// A lock run killed with SIGKILL takes its command with it: a command left running
+// would hold no lock once the lease ran out, and run beside the next holder's.
+func TestLockRunKilledKillsCommand(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a command dies with workq only on Linux (parent-death signal)")
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	first := start(t, "lock", "run", "--ttl", "1s", "Lkill", "--", "sh", "-c",
+		`echo $$ > "`+pidFile+`.tmp" && mv "`+pidFile+`.tmp" "`+pidFile+`"; exec sleep 60`)
+	var pid int
+	waitFor(t, 10*time.Second, "the command running", func() bool { pid = readPID(pidFile); return pid > 0 })
+	t.Cleanup(func() {
+		if !gone(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if gone(pid) {
+		t.Fatalf("command (pid %d) ended before workq was killed; stderr: %s", pid, first.stderr())
+	}
+	first.signal(t, syscall.SIGKILL)
+	waitFor(t, 5*time.Second, "workq killed", func() bool { return gone(first.cmd.Process.Pid) })
+	waitFor(t, 10*time.Second, fmt.Sprintf("the command (pid %d) killed with workq", pid), func() bool { return gone(pid) })
+	first.wait(t, 5*time.Second) // the command shared workq's stdout: only now is it closed
+	// The next run gets the lock once the dead holder's lease has run out.
+	if r := wq(t, "", "lock", "run", "--timeout", "20s", "Lkill", "--", "true"); r.code != 0 {
+		t.Errorf("lock run after the holder was killed: exit %d; stderr: %s", r.code, r.stderr)
+	}
+}
+
+// enqueue gives up waiting for input on SIGINT/SIGTERM, says how far it got and
+// fails; a --file it cannot open fails before the queue is created.
+func TestEnqueueInterrupted(t *testing.T) {
+	const q = "enqint"
+	for _, name := range []string{q, q + "-raw", "nofile"} {
+		wq(t, "", "queue", "rm", name, "--yes") // left by an earlier run (-count)
+	}
+	queueJobs := func() int {
+		r := wq(t, "", "queue", "info", q, "--json")
+		var qi queueInfo
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &qi) != nil {
+			return -1
+		}
+		return int(qi.Jobs)
+	}
+
+	// 1500 lines: a full batch of 1000 is sent, 500 wait for more input, which
+	// does not come (stdin stays open).
+	p, stdin := startPipe(t, "enqueue", q)
+	var in strings.Builder
+	for i := range 1500 {
+		fmt.Fprintf(&in, "job %d\n", i)
+	}
+	if _, err := io.WriteString(stdin, in.String()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the first 1000 jobs enqueued", func() bool { return queueJobs() == 1000 })
+	p.signal(t, syscall.SIGINT)
+	if code := p.wait(t, 10*time.Second); code != 1 {
+		t.Errorf("enqueue exited %d after SIGINT, want 1; stderr: %s", code, p.stderr())
+	}
+	for _, want := range []string{"interrupted", "1000 job(s) enqueued", "500 read but not enqueued"} {
+		if !strings.Contains(p.stderr(), want) {
+			t.Errorf("stderr %q lacks %q", p.stderr(), want)
+		}
+	}
+	if n := queueJobs(); n != 1000 {
+		t.Errorf("queue holds %d jobs, want 1000", n)
+	}
+
+	// --raw reads all of stdin as one job: SIGTERM stops that too. Its queue is a
+	// new one, whose creation shows that the reading is next (or the end of the
+	// queue's provisioning, which an interruption also ends).
+	p, _ = startPipe(t, "enqueue", q+"-raw", "--raw")
+	waitFor(t, 10*time.Second, "the --raw enqueue's queue created", func() bool {
+		return wq(t, "", "queue", "info", q+"-raw").code == 0
+	})
+	p.signal(t, syscall.SIGTERM)
+	if code := p.wait(t, 10*time.Second); code != 1 || !strings.Contains(p.stderr(), "interrupted") || !strings.Contains(p.stderr(), "nothing enqueued") {
+		t.Errorf("enqueue --raw after SIGTERM: exit %d, stderr %q; want 1, interrupted, nothing enqueued", code, p.stderr())
+	}
+
+	// A file that cannot be opened fails at once and creates nothing.
+	for _, args := range [][]string{{"--file", "/does/not/exist"}, {"--raw", "-f", "/does/not/exist"}} {
+		r := wq(t, "", append([]string{"enqueue", "nofile"}, args...)...)
+		oneLine(t, r, 1, "/does/not/exist")
+	}
+	oneLine(t, wq(t, "", "queue", "info", "nofile"), 1, "queue nofile not found")
+}
+
+// An interrupted --wait says it was interrupted, not that the wait ran out.
+func TestWaitInterrupted(t *testing.T) {
+	// No server: a listener that hangs up on every connection, so the test knows
+	// when workq is in its retry loop.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	dialled := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			select {
+			case dialled <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	p := start(t, "--server", "nats://"+l.Addr().String(), "--wait", "30s", "queue", "ls")
+	select {
+	case <-dialled:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("workq did not try to connect; stderr: %s", p.stderr())
+	}
+	p.signal(t, syscall.SIGINT)
+	if code := p.wait(t, 10*time.Second); code != 1 || !strings.Contains(p.stderr(), "interrupted while waiting for nats://") ||
+		!strings.Contains(p.stderr(), "--wait 30s") || strings.Contains(p.stderr(), "within") {
+		t.Errorf("interrupted --wait: exit %d, stderr %q; want 1 and that it was interrupted", code, p.stderr())
+	}
+
+	// A server without JetStream: workq waits for JetStream to answer.
+	mport, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, url, err := startNATS(t.TempDir(), "-m", strconv.Itoa(mport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopProcess(srv)
+	p = start(t, "--server", url, "--wait", "30s", "queue", "ls")
+	waitFor(t, 20*time.Second, "workq connected", func() bool {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + "/connz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var cz struct {
+			Connections []struct {
+				Name string `json:"name"`
+			} `json:"connections"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&cz) != nil {
+			return false
+		}
+		for _, c := range cz.Connections {
+			if c.Name == "workq queue ls" {
+				return true
+			}
+		}
+		return false
+	})
+	p.signal(t, syscall.SIGINT)
+	if code := p.wait(t, 10*time.Second); code != 1 || !strings.Contains(p.stderr(), "interrupted while waiting for JetStream") {
+		t.Errorf("interrupted wait for JetStream: exit %d, stderr %q; want 1 and that it was interrupted", code, p.stderr())
+	}
+}
