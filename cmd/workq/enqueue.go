@@ -24,6 +24,11 @@ import (
 // the pipeline full, small enough to show progress and bound memory on long input.
 const enqueueChunk = 1000
 
+// enqueueIdle is how long lines wait for more input before they are sent as a
+// smaller batch: input that trickles in (tail -f, a slow producer) is enqueued as it
+// comes, not when a thousand lines have gathered.
+const enqueueIdle = 100 * time.Millisecond
+
 type enqueueFlags struct {
 	file        string
 	raw, ndjson bool
@@ -252,11 +257,20 @@ func (a *app) enqueue(ctx context.Context, args []string, f enqueueFlags) error 
 	defer close(stop)
 	batches := readLines(in, stop)
 	for eof := false; !eof; {
+		var idle <-chan time.Time
+		if len(chunk) > 0 {
+			idle = time.After(enqueueIdle)
+		}
 		var b lineBatch
 		select {
 		case <-ctx.Done():
 			// Stop waiting for input that may never end (a terminal, an open pipe).
 			return stopped(ctx.Err(), false)
+		case <-idle:
+			if err := flush(); err != nil {
+				return stopped(err, true)
+			}
+			continue
 		case b = <-batches:
 		}
 		for _, line := range b.lines {
