@@ -2,95 +2,264 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// fetch pulls deliveries with Consume and hands each to a free handler slot on jobs.
-// The pull buffer holds Prefetch messages; the callback blocks until a slot takes
-// one, so nothing is buffered beyond that. When consumption ends while ctx is live
-// (the consumer was deleted, say by a server that lost its state), it recreates the
-// consumer and starts again; reconnects are handled by Consume itself.
+// The pull buffer: the deliveries a worker holds beyond those its handlers run.
 //
-// When ctx ends it stops pulling and hands back every buffered delivery, then returns
-// nil; it returns an error only if the connection is closed for good.
-func (w *Worker) fetch(ctx context.Context, jobs chan<- jetstream.Msg) error {
-	delay := 20 * time.Millisecond
-	expiry, idle := pullTimes(w.cfg.ackWait, w.cfg.heartbeat)
-	for {
-		done := make(chan struct{})
-		cc, err := w.consumer.Consume(func(msg jetstream.Msg) {
-			select {
-			case jobs <- msg:
-			case <-ctx.Done():
-				w.handBack(msg) // stopping: buffered, never started
-			}
-		},
-			jetstream.PullMaxMessages(w.cfg.prefetch),
-			// Ask for more as soon as an eighth of the buffer is free, not half of it
-			// (the client's default): the buffer stays full, so fast handlers do not wait
-			// on a pull round trip, and it never holds more than Prefetch.
-			jetstream.PullThresholdMessages(w.cfg.prefetch-max(1, w.cfg.prefetch/8)+1),
-			jetstream.PullExpiry(expiry),
-			jetstream.PullHeartbeat(idle),
-			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-				if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-					w.log.Debug("pull", "err", err)
-				}
-			}),
-		)
-		if err == nil {
-			go func() { <-cc.Closed(); close(done) }()
-			select {
-			case <-ctx.Done():
-				cc.Drain() // the callback hands back what is still buffered
-				<-done
-				return nil
-			case <-done:
-				// Consumption ended by itself: see why and start again.
-			}
-		}
-		if w.js.Conn().IsClosed() {
-			return fmt.Errorf("pull: %w", jetstream.ErrConnectionClosed)
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			w.log.Warn("pull failed; retrying", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, time.Second)
-		if c, err := w.ensureConsumer(ctx); err == nil {
-			w.consumer = c
-			w.log.Info("pull restarted")
-		}
-	}
-}
+// Buffered deliveries are this worker's from the server's point of view: their
+// AckWait runs and no other worker can take them. A shallow buffer keeps them young
+// and shares jobs fairly between workers, but a worker with fast handlers then spends
+// its time waiting on pull round trips. So, unless Prefetch fixes its size, the buffer
+// follows the handlers: it holds about bufferedWork of work at the average time a
+// handler slot spends per job (at least Concurrency jobs, at most maxAutoPrefetch),
+// and every buffered delivery reports progress to the server like a running one, so
+// a buffer that a sudden slowdown leaves standing never times out.
+//
+// The worker pulls with Fetch requests of its own, at most maxFetches at a time, each
+// asking for what the buffer lacks once a quarter of it is missing, so that the
+// messages in the buffer are always ones the worker has seen and can keep alive.
+const (
+	maxAutoPrefetch = 512
+	maxFetches      = 2
+)
+
+// bufferedWork is how much work the adaptive buffer holds: a tenth of AckWait, at
+// most 50ms.
+func bufferedWork(ackWait time.Duration) time.Duration { return min(ackWait/10, 50*time.Millisecond) }
 
 // pullTimes returns the expiry of each pull request and the idle heartbeat the
 // server sends on it.
 //
-// A worker that freezes (a long GC pause, a stalled link) still has a pull request
-// open at the server. Were it still open when the frozen job's AckWait ran out, the
+// A worker that freezes (a long GC pause, a stalled link) still has pull requests
+// open at the server. Were one still open when the frozen job's AckWait ran out, the
 // server would redeliver the job into it, to the frozen worker again, and the job
 // would wait a second AckWait. That AckWait runs out no sooner than AckWait minus the
-// heartbeat interval after the worker froze, so pulls expire before that (and within
-// half of AckWait, at most 5s, at least 1s: the client's floor, so this holds for an
-// AckWait of 2s and more) and the redelivery goes to a live worker.
-//
-// The idle heartbeat is a second at most: a pull request the server no longer holds
-// (seen under load: the client waits on a pull the server shows no trace of) is
-// noticed after two missed heartbeats, not after the expiry.
+// heartbeat interval after the worker froze, so pulls expire before that: within half
+// of it, at most 1s (which also bounds how long a stopping worker waits for its open
+// pulls), at least 50ms. The idle heartbeat is a quarter of the expiry, so a pull
+// request the server no longer holds is noticed within half the expiry.
 func pullTimes(ackWait, heartbeat time.Duration) (expiry, idle time.Duration) {
-	expiry = min(max(min(ackWait/2, ackWait-heartbeat), time.Second), 5*time.Second)
-	idle = max(min(time.Second, expiry/2), 500*time.Millisecond)
-	return expiry, idle
+	expiry = min(max((ackWait-heartbeat)/2, 50*time.Millisecond), time.Second)
+	return expiry, expiry / 4
+}
+
+// buffered is a delivery waiting in the buffer for a handler slot, reporting
+// progress every heartbeat interval until a slot takes it.
+type buffered struct {
+	msg   jetstream.Msg
+	mu    sync.Mutex
+	t     *time.Timer
+	taken bool
+}
+
+func (w *Worker) newBuffered(msg jetstream.Msg) *buffered {
+	b := &buffered{msg: msg}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.t = time.AfterFunc(w.cfg.heartbeat, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.taken {
+			return
+		}
+		if err := b.msg.InProgress(); err == nil {
+			w.stats.heartbeats.Add(1)
+			w.metrics.heartbeats.Inc()
+		}
+		b.t.Reset(w.cfg.heartbeat)
+	})
+	return b
+}
+
+// take stops the delivery's progress reports: a slot runs it now, with its own.
+func (b *buffered) take() jetstream.Msg {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.taken = true
+	b.t.Stop()
+	return b.msg
+}
+
+// puller fills a worker's buffer.
+type puller struct {
+	w         *Worker
+	buf       chan *buffered
+	wake      chan struct{} // a slot took a delivery or a fetch ended
+	requested atomic.Int64  // asked for by open fetches, not yet arrived
+	open      atomic.Int32  // fetches in progress
+	perJob    atomic.Int64  // average slot time per job, ns; 0 until measured
+	fetches   sync.WaitGroup
+	failed    chan error  // a fetch that failed: the consumer may need re-creating
+	healthy   atomic.Bool // a fetch ended well since the last look: reset the backoff
+	stopping  atomic.Bool
+}
+
+func (w *Worker) newPuller() *puller {
+	capacity := w.cfg.prefetch
+	if capacity == 0 {
+		capacity = max(w.cfg.concurrency, maxAutoPrefetch)
+	}
+	return &puller{
+		w: w, buf: make(chan *buffered, capacity+1), wake: make(chan struct{}, 1),
+		failed: make(chan error, maxFetches),
+	}
+}
+
+// poke wakes the fetch loop.
+func (p *puller) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// observe folds one job's slot time into the average the buffer is sized by.
+func (p *puller) observe(d time.Duration) {
+	for {
+		old := p.perJob.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if p.perJob.CompareAndSwap(old, max(next, 1)) {
+			break
+		}
+	}
+	p.poke()
+}
+
+// want is the buffer's size now.
+func (p *puller) want() int {
+	cfg := p.w.cfg
+	if cfg.prefetch > 0 {
+		return cfg.prefetch
+	}
+	per := p.perJob.Load()
+	if per == 0 {
+		return cfg.concurrency
+	}
+	n := int64(cfg.concurrency) * int64(bufferedWork(cfg.ackWait)) / per
+	return int(min(max(n, int64(cfg.concurrency)), int64(cap(p.buf)-1)))
+}
+
+// take hands the next buffered delivery to a slot, or returns nil once ctx ends.
+func (p *puller) take(ctx context.Context) jetstream.Msg {
+	select {
+	case b := <-p.buf:
+		p.poke()
+		return b.take()
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// fetch keeps the buffer filled until ctx ends. Then it stops pulling, hands back
+// every buffered delivery and every one still arriving on open pulls (they expire
+// within a second), and returns nil; it returns an error only if the connection is
+// closed for good. A pull that fails (the consumer was deleted, say by a server that
+// lost its state; a leader change) makes it check the consumer, re-creating it if it
+// is gone, and pull again after a short backoff.
+func (p *puller) fetch(ctx context.Context) error {
+	w := p.w
+	expiry, idle := pullTimes(w.cfg.ackWait, w.cfg.heartbeat)
+	delay := 20 * time.Millisecond
+	defer p.stop()
+	p.poke()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-p.failed:
+			if w.js.Conn().IsClosed() {
+				return fmt.Errorf("pull: %w", jetstream.ErrConnectionClosed)
+			}
+			w.log.Debug("pull failed; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, time.Second)
+			if c, err := w.ensureConsumer(ctx); err == nil {
+				w.consumer = c
+			}
+			p.poke()
+			continue
+		case <-p.wake:
+		}
+		if p.healthy.Swap(false) {
+			delay = 20 * time.Millisecond
+		}
+		want := p.want()
+		if missing := want - int(p.requested.Load()) - len(p.buf); missing >= max(1, want/4) && p.open.Load() < maxFetches {
+			if err := p.pull(missing, expiry, idle); err != nil {
+				if w.js.Conn().IsClosed() {
+					return fmt.Errorf("pull: %w", jetstream.ErrConnectionClosed)
+				}
+				p.report(err)
+			}
+		}
+	}
+}
+
+// report hands a failed pull to the fetch loop, unless one is already waiting there.
+func (p *puller) report(err error) {
+	select {
+	case p.failed <- err:
+	default:
+	}
+}
+
+// pull sends one Fetch for n deliveries and moves what arrives into the buffer.
+func (p *puller) pull(n int, expiry, idle time.Duration) error {
+	batch, err := p.w.consumer.Fetch(n, jetstream.FetchMaxWait(expiry), jetstream.FetchHeartbeat(idle))
+	if err != nil {
+		return err
+	}
+	p.requested.Add(int64(n))
+	p.open.Add(1)
+	p.fetches.Add(1)
+	go func() {
+		defer p.fetches.Done()
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			p.requested.Add(-1)
+			if p.stopping.Load() {
+				p.w.handBack(msg) // stopping: never started
+				continue
+			}
+			p.buf <- p.w.newBuffered(msg)
+		}
+		p.requested.Add(int64(got - n))
+		p.open.Add(-1)
+		if err := batch.Error(); err != nil {
+			p.report(err)
+		} else {
+			p.healthy.Store(true)
+		}
+		p.poke()
+	}()
+	return nil
+}
+
+// stop ends pulling: deliveries still arriving on open pulls are handed back, and so
+// is everything in the buffer once they have ended.
+func (p *puller) stop() {
+	p.stopping.Store(true)
+	p.fetches.Wait()
+	for {
+		select {
+		case b := <-p.buf:
+			p.w.handBack(b.take())
+		default:
+			return
+		}
+	}
 }

@@ -89,3 +89,29 @@ func TestSlowLiveWorkerKeepsItsJob(t *testing.T) {
 		t.Fatalf("%d runs, stats %+v: want one run, committed, never redelivered, with heartbeats", n, s)
 	}
 }
+
+// Jobs waiting in a busy worker's pull buffer longer than AckWait are not redelivered:
+// the buffer reports progress on them like on running jobs. One handler slot, three
+// jobs pulled at once, each running longer than AckWait: the last waits two of them.
+func TestBufferedJobsKeptAlive(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	const q = "buffered"
+	p := newProducer(t, js, q)
+	ids := enqueueN(t, p, 3, "b")
+	var runs atomic.Int32
+	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		runs.Add(1)
+		return waitOrCancel(ctx, 700*time.Millisecond)
+	}), consumer.AckWait(500*time.Millisecond), consumer.Concurrency(1), consumer.Prefetch(3))
+	runWorker(t, w)
+	testenv.Eventually(t, 20*time.Second, "all three jobs committed", func() bool { return w.Stats().Committed == 3 })
+	for _, id := range ids {
+		if r := status(t, p, id); r.State != producer.StateDone || r.Delivery != 1 {
+			t.Fatalf("record %+v: want done on its first delivery", r)
+		}
+	}
+	if s := w.Stats(); runs.Load() != 3 || s.Redelivered != 0 {
+		t.Fatalf("%d runs, stats %+v: want 3 runs and no redelivery", runs.Load(), s)
+	}
+}

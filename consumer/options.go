@@ -61,13 +61,14 @@ func Concurrency(n int) Option {
 	}
 }
 
-// Prefetch sets how many jobs the worker pulls ahead of its free handlers. Jobs in
-// the buffer are this worker's from the server's point of view: their AckWait runs,
-// and no other worker can take them. So the default, Concurrency, keeps the buffer
-// no deeper than one job per handler — right for jobs that take a while. For many
-// short jobs (well under a millisecond of work each) a deeper buffer keeps handlers
-// fed between pulls: 256 or more, as long as Prefetch/Concurrency jobs take well
-// under AckWait.
+// Prefetch fixes how many jobs the worker pulls ahead of its free handlers. Jobs in
+// the buffer are this worker's from the server's point of view (no other worker can
+// take them); the worker reports progress on them as on running jobs, so they do not
+// time out while they wait. By default the buffer follows the handlers: it holds
+// about a tenth of AckWait (at most 50ms) of work at the average time a handler slot
+// spends per job, between Concurrency and 512 jobs — deep for short jobs, so handlers
+// never wait on a pull, and shallow for long ones, so one worker does not sit on jobs
+// that idle workers could run. Set it to pin the depth.
 func Prefetch(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
@@ -259,9 +260,9 @@ func Metrics(reg prometheus.Registerer) Option {
 func Unfenced() Option { return func(c *config) error { c.unfenced = true; return nil } }
 
 // MaxAckPending bounds the jobs handed out and not yet acknowledged across all
-// workers of the queue; set when the worker creates the consumer. It must be at least
-// the sum of every worker's concurrency (times two, for their pull buffers). Default
-// max(1000, 4×Concurrency).
+// workers of the queue; set when the worker creates the consumer. It should be at
+// least the sum of every worker's concurrency and pull buffer, or workers wait on it.
+// Default max(1000, 4×(Concurrency + Prefetch)), with 512 for an adaptive Prefetch.
 func MaxAckPending(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

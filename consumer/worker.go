@@ -76,11 +76,12 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	if cfg.heartbeat >= cfg.ackWait {
 		return nil, fmt.Errorf("consumer: heartbeat %s must be shorter than ack wait %s", cfg.heartbeat, cfg.ackWait)
 	}
-	if cfg.prefetch == 0 {
-		cfg.prefetch = cfg.concurrency
-	}
 	if cfg.maxAckPending == 0 {
-		cfg.maxAckPending = max(1000, 4*(cfg.concurrency+cfg.prefetch))
+		buffer := cfg.prefetch
+		if buffer == 0 {
+			buffer = maxAutoPrefetch
+		}
+		cfg.maxAckPending = max(1000, 4*(cfg.concurrency+buffer))
 	}
 	names, err := queue.NamesFor(queueName)
 	if err != nil {
@@ -144,7 +145,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// claims and runs it. Fenced outcomes (commit, confirmed ack) are written in the
 	// background so the slot moves on at once; finishing bounds how many are pending.
 	w.finishing = make(chan struct{}, 4*w.cfg.concurrency)
-	jobs := make(chan jetstream.Msg)
+	p := w.newPuller()
 	slotCtx, stopSlots := context.WithCancel(ctx) // also ends if fetching fails for good
 	defer stopSlots()
 	var slots sync.WaitGroup
@@ -153,16 +154,17 @@ func (w *Worker) Run(ctx context.Context) error {
 		go func() {
 			defer slots.Done()
 			for {
-				select {
-				case msg := <-jobs:
-					w.process(handlerCtx, msg)
-				case <-slotCtx.Done():
+				msg := p.take(slotCtx)
+				if msg == nil {
 					return
 				}
+				start := time.Now()
+				w.process(handlerCtx, msg)
+				p.observe(time.Since(start))
 			}
 		}()
 	}
-	fetchErr := w.fetch(ctx, jobs)
+	fetchErr := p.fetch(ctx)
 	stopSlots()
 
 	stop := time.AfterFunc(w.cfg.drainTimeout, func() { cancelHandlers(errDrained) })

@@ -90,7 +90,7 @@ workq's rate over raw's (higher is better). Targets are checked on the medians.`
 	fl.IntVar(&f.jobs, "jobs", 20000, "jobs per throughput scenario (enqueue, process) and operations for the limiter")
 	fl.IntVar(&f.samples, "samples", 300, "samples per latency scenario (latency, lock)")
 	fl.IntSliceVar(&f.concurrency, "concurrency", []int{8, 32, 128}, "worker concurrencies for the process scenarios")
-	fl.IntSliceVar(&f.prefetch, "prefetch", []int{0}, "worker prefetch for the process scenarios (0: the default, = concurrency)")
+	fl.IntSliceVar(&f.prefetch, "prefetch", []int{0}, "worker prefetch for the process scenarios (0: the default, adaptive)")
 	fl.DurationVar(&f.ackWait, "ack-wait", time.Second, "AckWait of the redelivery scenario")
 	fl.IntVar(&f.redeliver, "redeliveries", 3, "stalls per run of the redelivery scenario")
 	fl.IntVar(&f.backlog, "backlog", 1000000, "jobs in the deep backlog (backlog scenario)")

@@ -22,7 +22,7 @@ import (
 // Consume callback that acks each message, on a queue provisioned the same way. Both
 // are timed until the stream is empty, that is until every ack has landed.
 //
-// prefetch 0 leaves the worker's default (Concurrency).
+// prefetch 0 leaves the worker's default (adaptive).
 func Process(ctx context.Context, js jetstream.JetStream, n, concurrency, prefetch int, fenced bool) (Pair, error) {
 	name := "process unfenced"
 	if fenced {
@@ -133,7 +133,7 @@ func rawFenced(ctx context.Context, js jetstream.JetStream, n, concurrency, pref
 		return 0, err
 	}
 	if prefetch == 0 {
-		prefetch = concurrency
+		prefetch = 512 // the depth the adaptive worker buffer reaches for empty handlers
 	}
 	sem := make(chan struct{}, 4*concurrency)
 	var failed atomic.Int64
