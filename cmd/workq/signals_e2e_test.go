@@ -65,7 +65,7 @@ func TestEnqueueInterrupted(t *testing.T) {
 	// 1500 lines, then the input goes quiet with stdin still open (a slow or
 	// endless producer): a full batch of 1000 is sent, and the other 500 once no
 	// more input has come for a moment, not only at the end of the input.
-	p, stdin := startPipe(t, "enqueue", q)
+	p, stdin := startPipe(t, "enqueue", q, "-q") // -q: an id per confirmed job
 	var in strings.Builder
 	for i := range 1500 {
 		fmt.Fprintf(&in, "job %d\n", i)
@@ -73,7 +73,9 @@ func TestEnqueueInterrupted(t *testing.T) {
 	if _, err := io.WriteString(stdin, in.String()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "all 1500 jobs enqueued while stdin is still open", func() bool { return queueJobs() == 1500 })
+	waitFor(t, 20*time.Second, "all 1500 jobs enqueued and confirmed while stdin is still open", func() bool {
+		return strings.Count(p.stdout(), "\n") == 1500 && queueJobs() == 1500
+	})
 	p.signal(t, syscall.SIGINT)
 	if code := p.wait(t, 10*time.Second); code != 1 {
 		t.Errorf("enqueue exited %d after SIGINT, want 1; stderr: %s", code, p.stderr())
