@@ -23,13 +23,15 @@ type Cluster struct {
 	logging bool
 }
 
-// RunCluster starts an n-node cluster (n ≥ 1) and returns once a JetStream meta leader
-// is elected and every node is current. The store options apply as for Run: node i
+// RunCluster starts an n-node cluster (n ≥ 2; a single node is Run) and returns once
+// a JetStream meta leader is elected and every node is current. The store options
+// apply as for Run: node i
 // stores under <dir>/n<i>, where dir is Dir's directory (kept) or a new temporary one
 // (in tmpfs with MemoryStore) that Close removes.
 func RunCluster(n int, opts ...Option) (*Cluster, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("testenv: cluster size %d: need at least 1 node", n)
+	if n < 2 {
+		// A one-node cluster never elects a JetStream meta leader: it waits for peers.
+		return nil, fmt.Errorf("testenv: cluster size %d: need at least 2 nodes (one node is testenv.Run)", n)
 	}
 	c := config{host: "127.0.0.1"}
 	for _, o := range opts {

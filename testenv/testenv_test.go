@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,5 +236,18 @@ func TestClusterStopAndRestartNode(t *testing.T) {
 	}
 	if len(cl.URLs()) != 3 {
 		t.Fatalf("URLs = %v", cl.URLs())
+	}
+}
+
+// A cluster needs two nodes at least: one alone never elects a meta leader, so
+// RunCluster refuses it at once instead of timing out.
+func TestRunClusterRefusesOneNode(t *testing.T) {
+	for _, n := range []int{-1, 0, 1} {
+		if cl, err := testenv.RunCluster(n); err == nil || !strings.Contains(err.Error(), "at least 2") {
+			if cl != nil {
+				cl.Close()
+			}
+			t.Errorf("RunCluster(%d): %v, want an error asking for 2 nodes", n, err)
+		}
 	}
 }
