@@ -33,6 +33,20 @@ func TestPullBufferFollowsHandlers(t *testing.T) {
 		t.Fatalf("2s jobs: %d, want Concurrency 8", got)
 	}
 
+	// Large jobs: no more than about maxBufferedBytes of them, however fast.
+	big := (&Worker{cfg: config{concurrency: 8, ackWait: 30 * time.Second}}).newPuller()
+	big.observe(10 * time.Microsecond)
+	average(&big.jobSize, 1<<20)
+	if got := big.want(); got != maxBufferedBytes>>20 {
+		t.Fatalf("1 MiB jobs: %d, want %d", got, maxBufferedBytes>>20)
+	}
+	huge := (&Worker{cfg: config{concurrency: 8, ackWait: 30 * time.Second}}).newPuller()
+	huge.observe(10 * time.Microsecond)
+	average(&huge.jobSize, 8<<20)
+	if got := huge.want(); got != 8 {
+		t.Fatalf("8 MiB jobs: %d, want Concurrency 8, the floor", got)
+	}
+
 	pinned := (&Worker{cfg: config{concurrency: 8, prefetch: 3, ackWait: 30 * time.Second}}).newPuller()
 	pinned.observe(time.Microsecond)
 	if got := pinned.want(); got != 3 {

@@ -21,12 +21,16 @@ import (
 // and every buffered delivery reports progress to the server like a running one, so
 // a buffer that a sudden slowdown leaves standing never times out.
 //
+// The buffer also holds at most about maxBufferedBytes of payload at the average job
+// size seen, so that a queue of large jobs does not fill a worker's memory.
+//
 // The worker pulls with Fetch requests of its own, at most maxFetches at a time, each
 // asking for what the buffer lacks once a quarter of it is missing, so that the
 // messages in the buffer are always ones the worker has seen and can keep alive.
 const (
-	maxAutoPrefetch = 512
-	maxFetches      = 2
+	maxAutoPrefetch  = 512
+	maxBufferedBytes = 32 << 20
+	maxFetches       = 2
 )
 
 // bufferedWork is how much work the adaptive buffer holds: a tenth of AckWait, at
@@ -94,6 +98,7 @@ type puller struct {
 	requested atomic.Int64  // asked for by open fetches, not yet arrived
 	open      atomic.Int32  // fetches in progress
 	perJob    atomic.Int64  // average slot time per job, ns; 0 until measured
+	jobSize   atomic.Int64  // average job message size, bytes; 0 until measured
 	fetches   sync.WaitGroup
 	failed    chan error  // a fetch that failed: the consumer may need re-creating
 	healthy   atomic.Bool // a fetch ended well since the last look: reset the backoff
@@ -121,17 +126,22 @@ func (p *puller) poke() {
 
 // observe folds one job's slot time into the average the buffer is sized by.
 func (p *puller) observe(d time.Duration) {
+	average(&p.perJob, int64(d))
+	p.poke()
+}
+
+// average folds v into the moving average avg (the first value as it is).
+func average(avg *atomic.Int64, v int64) {
 	for {
-		old := p.perJob.Load()
-		next := int64(d)
+		old := avg.Load()
+		next := v
 		if old != 0 {
-			next = old + (int64(d)-old)/8
+			next = old + (v-old)/8
 		}
-		if p.perJob.CompareAndSwap(old, max(next, 1)) {
-			break
+		if avg.CompareAndSwap(old, max(next, 1)) {
+			return
 		}
 	}
-	p.poke()
 }
 
 // want is the buffer's size now.
@@ -145,6 +155,9 @@ func (p *puller) want() int {
 		return cfg.concurrency
 	}
 	n := int64(cfg.concurrency) * int64(bufferedWork(cfg.ackWait)) / per
+	if size := p.jobSize.Load(); size > 0 {
+		n = min(n, maxBufferedBytes/size)
+	}
 	return int(min(max(n, int64(cfg.concurrency)), int64(cap(p.buf)-1)))
 }
 
@@ -231,6 +244,9 @@ func (p *puller) pull(n int, expiry, idle time.Duration) error {
 		for msg := range batch.Messages() {
 			got++
 			p.requested.Add(-1)
+			if p.w.cfg.prefetch == 0 {
+				average(&p.jobSize, int64(len(msg.Data())))
+			}
 			if p.stopping.Load() {
 				p.w.handBack(msg) // stopping: never started
 				continue

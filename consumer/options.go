@@ -66,9 +66,10 @@ func Concurrency(n int) Option {
 // take them); the worker reports progress on them as on running jobs, so they do not
 // time out while they wait. By default the buffer follows the handlers: it holds
 // about a tenth of AckWait (at most 50ms) of work at the average time a handler slot
-// spends per job, between Concurrency and 512 jobs — deep for short jobs, so handlers
-// never wait on a pull, and shallow for long ones, so one worker does not sit on jobs
-// that idle workers could run. Set it to pin the depth.
+// spends per job, between Concurrency and 512 jobs and at most about 32 MiB of
+// payload at the average job size. So it is deep for short jobs, and handlers never
+// wait on a pull, and shallow for long ones, and one worker does not sit on jobs that
+// idle workers could run. Set it to pin the depth.
 func Prefetch(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
