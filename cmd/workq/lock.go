@@ -115,7 +115,8 @@ command runs the lock is renewed; if it is lost anyway (this process stalled or 
 cut off longer than --ttl) the command's process group is killed and workq exits
 non-zero. The command gets WORKQ_LOCK_NAME and WORKQ_LOCK_TOKEN, the fencing token.
 SIGINT and SIGTERM are passed on to the command. On Linux, if workq itself is
-killed the command is killed too (SIGKILL), so it does not run on unlocked.`,
+killed the command and its children are killed too (SIGKILL, by a guard process
+in the command's group), so nothing runs on unlocked.`,
 		Example: `  workq lock run nightly-report -- ./report.sh
   workq lock run -n deploy -- make deploy || echo "someone else is deploying"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -170,12 +171,14 @@ killed the command is killed too (SIGKILL), so it does not run on unlocked.`,
 // On Linux the command is killed if workq dies, so that it cannot run on after
 // the lock has gone to someone else.
 func runUnderLock(ctx context.Context, lk *kvlock.Lock, argv []string, grace time.Duration) (int, error) {
-	unpin := pinThread() // until the command is waited for: see childProcAttr
+	unpin := pinThread() // until the command is waited for: see command
 	defer unpin()
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd, err := command(argv)
+	if err != nil {
+		return 0, fmt.Errorf("start %s: %w", argv[0], err)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "WORKQ_LOCK_NAME="+lk.Name(), "WORKQ_LOCK_TOKEN="+strconv.FormatUint(lk.Token(), 10))
-	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start %s: %w", argv[0], err)
 	}

@@ -134,6 +134,9 @@ else nats://127.0.0.1:4222.`,
 		a.benchCommand(),
 		a.benchWorkerCommand(),
 	)
+	if g := a.guardCommand(); g != nil {
+		root.AddCommand(g)
+	}
 	return root
 }
 

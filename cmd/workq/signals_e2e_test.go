@@ -17,28 +17,38 @@ import (
 
 // How workq behaves when it is killed or interrupted.
 
-// A lock run killed with SIGKILL takes its command with it: a command left running
-// would hold no lock once the lease ran out, and run beside the next holder's.
+// A lock run killed with SIGKILL takes its command with it, and the command's own
+// children: a command left running would hold no lock once the lease ran out, and
+// run beside the next holder's.
 func TestLockRunKilledKillsCommand(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("a command dies with workq only on Linux (parent-death signal)")
 	}
-	pidFile := filepath.Join(t.TempDir(), "pid")
+	dir := t.TempDir()
+	shFile, childFile := filepath.Join(dir, "sh"), filepath.Join(dir, "child")
+	// The shell (the command) starts a child of its own and waits for it.
 	first := start(t, "lock", "run", "--ttl", "1s", "Lkill", "--", "sh", "-c",
-		`echo $$ > "`+pidFile+`.tmp" && mv "`+pidFile+`.tmp" "`+pidFile+`"; exec sleep 60`)
-	var pid int
-	waitFor(t, 10*time.Second, "the command running", func() bool { pid = readPID(pidFile); return pid > 0 })
+		`sleep 60 & echo $! > "`+childFile+`.tmp" && mv "`+childFile+`.tmp" "`+childFile+`"; `+
+			`echo $$ > "`+shFile+`.tmp" && mv "`+shFile+`.tmp" "`+shFile+`"; wait`)
+	var shPID, childPID int
+	waitFor(t, 10*time.Second, "the command and its child running", func() bool {
+		shPID, childPID = readPID(shFile), readPID(childFile)
+		return shPID > 0 && childPID > 0
+	})
 	t.Cleanup(func() {
-		if !gone(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		for _, pid := range []int{shPID, childPID} {
+			if !gone(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 	})
-	if gone(pid) {
-		t.Fatalf("command (pid %d) ended before workq was killed; stderr: %s", pid, first.stderr())
+	if gone(shPID) || gone(childPID) {
+		t.Fatalf("command (pid %d) or its child (pid %d) ended before workq was killed; stderr: %s", shPID, childPID, first.stderr())
 	}
 	first.signal(t, syscall.SIGKILL)
 	waitFor(t, 5*time.Second, "workq killed", func() bool { return gone(first.cmd.Process.Pid) })
-	waitFor(t, 10*time.Second, fmt.Sprintf("the command (pid %d) killed with workq", pid), func() bool { return gone(pid) })
+	waitFor(t, 10*time.Second, fmt.Sprintf("the command (pid %d) killed with workq", shPID), func() bool { return gone(shPID) })
+	waitFor(t, 10*time.Second, fmt.Sprintf("the command's child (pid %d) killed with workq", childPID), func() bool { return gone(childPID) })
 	first.wait(t, 5*time.Second) // the command shared workq's stdout: only now is it closed
 	// The next run gets the lock once the dead holder's lease has run out.
 	if r := wq(t, "", "lock", "run", "--timeout", "20s", "Lkill", "--", "true"); r.code != 0 {

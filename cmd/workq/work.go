@@ -62,7 +62,8 @@ passes through to workq's.
 
 The command runs in its own process group; --timeout, a lost job and a drain
 that runs out kill the group (SIGTERM, then SIGKILL after --kill-grace); on
-Linux a workq that is killed takes its commands with it (SIGKILL). A
+Linux a workq that is killed takes its commands and their children with it
+(SIGKILL, by a guard process in each command's group). A
 command that outlives its job's ownership (this worker stalled past --ack-wait
 and the job went to another worker) gets its commit refused, logged as
 "job <id> was reassigned".
@@ -203,9 +204,12 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 	if token == 0 {
 		return fmt.Errorf("job %s: lost before the command started: %w", j.ID(), context.Cause(ctx))
 	}
-	unpin := pinThread() // until the command is waited for: see childProcAttr
+	unpin := pinThread() // until the command is waited for: see command
 	defer unpin()
-	cmd := exec.Command(r.argv[0], r.argv[1:]...)
+	cmd, err := command(r.argv)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", r.argv[0], err)
+	}
 	cmd.Stdin = bytes.NewReader(j.Payload())
 	out := &limitedBuffer{max: r.flags.maxResult}
 	cmd.Stdout = out
@@ -214,7 +218,6 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 	defer lw.flush()
 	cmd.Stderr = io.MultiWriter(lw, tail)
 	cmd.Env = append(os.Environ(), r.env(j, token)...)
-	cmd.SysProcAttr = childProcAttr()
 	cmd.WaitDelay = r.flags.killGrace + time.Second // a grandchild holding stdout open cannot hang us
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", r.argv[0], err)
