@@ -245,3 +245,35 @@ func qaProgress(t *testing.T, ws []*consumer.Worker) (stop func()) {
 	t.Cleanup(stop)
 	return stop
 }
+
+// The workers' consumer disappears while a worker runs (deleted by an operator, or
+// lost with a server's state): the worker re-creates it and goes on with the jobs
+// enqueued since, by itself.
+func TestConsumerDeletedWorkerRecreatesIt(t *testing.T) {
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	const q = "cdel"
+	p := newProducer(t, js, q)
+	w := newWorker(t, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }),
+		consumer.AckWait(2*time.Second))
+	runWorker(t, w)
+	enqueueN(t, p, 20, "before")
+	testenv.Eventually(t, 20*time.Second, "the first jobs committed", func() bool { return w.Stats().Committed == 20 })
+
+	ctx := testenv.Context(t, 10*time.Second)
+	if err := js.DeleteConsumer(ctx, "WORKQ_"+q, "workers"); err != nil {
+		t.Fatal(err)
+	}
+	ids := enqueueN(t, p, 20, "after")
+	testenv.Eventually(t, 30*time.Second, "the jobs enqueued after the deletion committed", func() bool {
+		return w.Stats().Committed == 40
+	})
+	if _, err := js.Consumer(ctx, "WORKQ_"+q, "workers"); err != nil {
+		t.Fatalf("the workers' consumer was not re-created: %v", err)
+	}
+	for _, id := range ids {
+		if r := status(t, p, id); r.State != producer.StateDone {
+			t.Fatalf("job %s: %+v, want done", id, r)
+		}
+	}
+}
