@@ -2,9 +2,11 @@ package consumer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -111,4 +113,52 @@ func status(t *testing.T, p *producer.Producer, id string) *producer.Record {
 		t.Fatalf("Status(%s): %v", id, err)
 	}
 	return r
+}
+
+// flaky is a handler that fails the first failures attempts of a job with "flaky
+// <attempt>", and a backoff that records the attempts it is asked about and waits
+// delay × attempt; starts is when each run began.
+type flaky struct {
+	failures int
+	delay    time.Duration
+	mu       sync.Mutex
+	starts   []time.Time
+	asked    []int
+}
+
+func (f *flaky) Handle(_ context.Context, j *consumer.Job) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts = append(f.starts, time.Now())
+	if j.Attempt() <= f.failures {
+		return errors.New("flaky " + strconv.Itoa(j.Attempt()))
+	}
+	return nil
+}
+
+func (f *flaky) backoff(attempt int) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, attempt)
+	return f.delay * time.Duration(attempt)
+}
+
+// check asserts that every failure was retried once, after its backoff (with 500ms of
+// tolerance): failures+1 runs, the backoff asked for attempts 1…failures.
+func (f *flaky) check(t *testing.T) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.starts) != f.failures+1 || len(f.asked) != f.failures {
+		t.Fatalf("%d runs, backoff asked for %v; want %d runs", len(f.starts), f.asked, f.failures+1)
+	}
+	for i, a := range f.asked {
+		want := f.delay * time.Duration(i+1)
+		if a != i+1 {
+			t.Fatalf("backoff asked for %v, want attempts 1…%d", f.asked, f.failures)
+		}
+		if got := f.starts[i+1].Sub(f.starts[i]); got < want || got > want+500*time.Millisecond {
+			t.Errorf("gap before attempt %d = %s, want %s (+500ms tolerance)", i+2, got, want)
+		}
+	}
 }

@@ -46,24 +46,8 @@ func TestRetryWaitsForBackoff(t *testing.T) {
 	js := env.JetStream(t)
 	const q = "retry"
 	p := newProducer(t, js, q)
-	const delay = 400 * time.Millisecond
-	var mu sync.Mutex
-	var starts []time.Time
-	var asked []int
-	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
-		mu.Lock()
-		defer mu.Unlock()
-		starts = append(starts, time.Now())
-		if j.Attempt() < 3 {
-			return errors.New("flaky " + strconv.Itoa(j.Attempt()))
-		}
-		return nil
-	}), consumer.Backoff(func(a int) time.Duration {
-		mu.Lock()
-		asked = append(asked, a)
-		mu.Unlock()
-		return delay * time.Duration(a) // 400ms, then 800ms
-	}))
+	f := &flaky{failures: 2, delay: 400 * time.Millisecond} // waits 400ms, then 800ms
+	w := newWorker(t, js, q, f, consumer.Backoff(f.backoff))
 	runWorker(t, w)
 	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("r1")); err != nil {
 		t.Fatal(err)
@@ -73,17 +57,7 @@ func TestRetryWaitsForBackoff(t *testing.T) {
 		return r.State == producer.StateRetrying && r.LastError == "flaky 1" && !r.RetryAt.IsZero()
 	})
 	testenv.Eventually(t, 10*time.Second, "the job to succeed", func() bool { return status(t, p, "r1").State == producer.StateDone })
-	mu.Lock()
-	defer mu.Unlock()
-	if len(starts) != 3 || len(asked) != 2 || asked[0] != 1 || asked[1] != 2 {
-		t.Fatalf("runs %d, backoff asked for %v", len(starts), asked)
-	}
-	for i, want := range []time.Duration{delay, 2 * delay} {
-		got := starts[i+1].Sub(starts[i])
-		if got < want || got > want+500*time.Millisecond {
-			t.Errorf("gap before attempt %d = %s, want %s (+500ms tolerance)", i+2, got, want)
-		}
-	}
+	f.check(t)
 	if r := status(t, p, "r1"); r.Attempt != 3 || r.LastError != "flaky 2" {
 		t.Fatalf("final record %+v", r)
 	}

@@ -63,24 +63,8 @@ func TestUnfencedRetryAfterBackoff(t *testing.T) {
 	js := env.JetStream(t)
 	const q = "unf-retry"
 	p := newProducer(t, js, q)
-	const delay = 400 * time.Millisecond
-	var mu sync.Mutex
-	var starts []time.Time
-	var asked []int
-	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
-		mu.Lock()
-		defer mu.Unlock()
-		starts = append(starts, time.Now())
-		if j.Attempt() < 2 {
-			return errors.New("flaky " + strconv.Itoa(j.Attempt()))
-		}
-		return nil
-	}), consumer.Unfenced(), consumer.Name("u1"), consumer.Backoff(func(a int) time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		asked = append(asked, a)
-		return delay
-	}))
+	f := &flaky{failures: 1, delay: 400 * time.Millisecond}
+	w := newWorker(t, js, q, f, consumer.Unfenced(), consumer.Name("u1"), consumer.Backoff(f.backoff))
 	runWorker(t, w)
 	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("r1"), producer.Kind("k")); err != nil {
 		t.Fatal(err)
@@ -95,14 +79,7 @@ func TestUnfencedRetryAfterBackoff(t *testing.T) {
 		t.Fatalf("done record %+v", r)
 	}
 	testenv.Eventually(t, 5*time.Second, "the job to leave the stream", func() bool { return pendingMessages(t, js, q) == 0 })
-	mu.Lock()
-	defer mu.Unlock()
-	if len(starts) != 2 || len(asked) != 1 || asked[0] != 1 {
-		t.Fatalf("%d runs, backoff asked for %v", len(starts), asked)
-	}
-	if gap := starts[1].Sub(starts[0]); gap < delay || gap > delay+500*time.Millisecond {
-		t.Errorf("gap before attempt 2 = %s, want %s (+500ms tolerance)", gap, delay)
-	}
+	f.check(t)
 	if s := w.Stats(); s.Started != 2 || s.Retried != 1 || s.Committed != 1 || s.Redelivered != 1 || s.Dead != 0 {
 		t.Fatalf("stats %+v", s)
 	}
