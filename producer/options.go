@@ -19,6 +19,8 @@ type config struct {
 	maxInFlight int
 	ackTimeout  time.Duration
 	registerer  prometheus.Registerer
+	// replicaReads lets Status read records from any replica.
+	replicaReads bool
 }
 
 // Replicas sets the replica count of the queue's streams and bucket when this
@@ -109,6 +111,13 @@ func Metrics(reg prometheus.Registerer) Option {
 		return nil
 	}
 }
+
+// ReplicaReads lets Status read job records from any replica of a replicated queue
+// (a direct get) instead of the stream leader. Cheaper, and it spreads reads over the
+// cluster, but a replica that lags — one restarting after a crash — answers with an
+// older record: a job that is done may read as running or not found. Default off:
+// Status reads what the leader has.
+func ReplicaReads() Option { return func(c *config) error { c.replicaReads = true; return nil } }
 
 // EnqueueOption configures one Enqueue. Enqueue skips nil options.
 type EnqueueOption func(*Job)

@@ -68,7 +68,11 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	return &Producer{js: js, names: names, objects: objs, records: record.Store{JS: js, KV: objs.Records, Bucket: names.Bucket}, cfg: cfg, metrics: m}, nil
+	records, err := record.NewStore(ctx, js, objs.Records, names.Bucket, cfg.replicaReads)
+	if err != nil {
+		return nil, fmt.Errorf("producer: queue %s: %w", names.Queue, err)
+	}
+	return &Producer{js: js, names: names, objects: objs, records: records, cfg: cfg, metrics: m}, nil
 }
 
 // Queue is the queue's name.

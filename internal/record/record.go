@@ -37,7 +37,8 @@ type Record struct {
 	State       State     `json:"state"`
 	Attempt     int       `json:"attempt"`                // runs started so far, 1 on the first run
 	MaxAttempts int       `json:"max_attempts,omitempty"` // the limit that applied to the last run
-	Delivery    uint64    `json:"delivery,omitempty"`     // JetStream delivery count of the last claim
+	Delivery    uint64    `json:"delivery,omitempty"`     // JetStream delivery count of the last delivery accounted for (claimed or handed back)
+	Epoch       int64     `json:"epoch,omitempty"`        // the workers' consumer incarnation that made that delivery (its creation time, Unix ns)
 	Sequence    uint64    `json:"sequence"`               // stream sequence of the job message
 	Worker      *Worker   `json:"worker,omitempty"`       // who ran the last attempt
 	EnqueuedAt  time.Time `json:"enqueued_at,omitzero"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,27 +24,118 @@ var ErrConflict = errors.New("job record changed")
 // Writes are publishes to the bucket's subject with an expected last sequence for the
 // key, sent asynchronously: many jobs' claims and commits then share the connection's
 // writes and the server's replies instead of each waiting out its own round trip.
+//
+// Reads are linearizable when Linearizable is set: they go to the bucket's stream
+// leader. KV's own Get uses direct gets, which any replica may answer, and a replica
+// that lags (one restarting after a crash) serves an older record: a claim or a fence
+// that decides on it could let a superseded run pass. On a single replica the two are
+// the same, and the direct get is cheaper.
 type Store struct {
-	JS     jetstream.JetStream
-	KV     jetstream.KeyValue
-	Bucket string
+	JS           jetstream.JetStream
+	KV           jetstream.KeyValue
+	Bucket       string
+	Linearizable bool
+}
+
+// NewStore returns the store of bucket, with linearizable reads when the bucket has
+// more than one replica (replicaReads turns them off: any replica may answer).
+func NewStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, bucket string, replicaReads bool) (Store, error) {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return Store{}, fmt.Errorf("job records %s: %w", bucket, err)
+	}
+	replicas := 1
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		replicas = bs.StreamInfo().Config.Replicas
+	}
+	return Store{JS: js, KV: kv, Bucket: bucket, Linearizable: replicas > 1 && !replicaReads}, nil
 }
 
 // Get reads the record of id with its revision.
 func (s Store) Get(ctx context.Context, id string) (*Record, error) {
-	e, err := s.KV.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, ErrNotFound
+	var value []byte
+	var rev uint64
+	if s.Linearizable {
+		m, err := s.leaderGet(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		value, rev = m.Data, m.Sequence
+	} else {
+		e, err := s.KV.Get(ctx, id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, ErrNotFound
+		}
+		if err != nil {
+			return nil, err
+		}
+		value, rev = e.Value(), e.Revision()
 	}
+	var r Record
+	if err := json.Unmarshal(value, &r); err != nil {
+		return nil, fmt.Errorf("job record %s at revision %d: %w", id, rev, err)
+	}
+	r.Revision = rev
+	return &r, nil
+}
+
+// storedMsg is a message as the stream's message-get API returns it.
+type storedMsg struct {
+	Subject  string `json:"subject"`
+	Sequence uint64 `json:"seq"`
+	Header   []byte `json:"hdrs,omitempty"`
+	Data     []byte `json:"data,omitempty"`
+}
+
+// leaderGet reads the key's last message through the stream's message-get API,
+// which the stream leader answers (not a direct get, which any replica may).
+func (s Store) leaderGet(ctx context.Context, id string) (*storedMsg, error) {
+	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + s.Bucket + "." + id})
 	if err != nil {
 		return nil, err
 	}
-	var r Record
-	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return nil, fmt.Errorf("job record %s at revision %d: %w", id, e.Revision(), err)
+	reply, err := s.JS.Conn().RequestWithContext(ctx, apiPrefix(s.JS)+"STREAM.MSG.GET.KV_"+s.Bucket, req)
+	if err != nil {
+		return nil, err
 	}
-	r.Revision = e.Revision()
-	return &r, nil
+	var resp struct {
+		Error *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error,omitempty"`
+		Message *storedMsg `json:"message,omitempty"`
+	}
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return nil, fmt.Errorf("job record %s: message get: %w", id, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == 10037: // no message found
+		return nil, ErrNotFound
+	case resp.Error != nil:
+		return nil, fmt.Errorf("job record %s: message get: %s (code %d, error %d)", id, resp.Error.Description, resp.Error.Code, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return nil, fmt.Errorf("job record %s: message get: empty response", id)
+	}
+	if len(resp.Message.Header) > 0 {
+		h, err := nats.DecodeHeadersMsg(resp.Message.Header)
+		if err == nil && (h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != "") {
+			return nil, ErrNotFound // a delete, purge or expiry marker
+		}
+	}
+	return resp.Message, nil
+}
+
+// apiPrefix is the JetStream API prefix js sends its requests to.
+func apiPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return jetstream.DefaultAPIPrefix
 }
 
 // Create writes r if id has no live record; r.Revision is set to the new revision. It
