@@ -20,39 +20,75 @@ const (
 	alreadyDead                // dead-lettered before; make sure the copy exists, terminate
 	stale                      // a newer delivery claimed the job: do nothing
 	busy                       // another live message has this job id: put back for later
-	exhausted                  // the last allowed attempt never finished: dead-letter
+	exhausted                  // the allowed attempts were used by runs that never finished: dead-letter
+	early                      // the job's retry time has not come (its worker died before putting it back): put back until then
+	heldOld                    // a run through a replaced consumer may still hold the job: leave it to that run's heartbeats
 )
 
-// fresh is the claim this delivery writes, following prev's attempts if prev is the
-// same message's record. Its Revision is 0 until it is written.
-func (w *Worker) fresh(j *Job, prev *record.Record) *record.Record {
-	r := &record.Record{
-		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: record.Running, Attempt: 1,
-		MaxAttempts: j.maxAttempts, Delivery: j.md.NumDelivered, Sequence: j.md.Sequence.Stream,
-		Worker: &w.identity, EnqueuedAt: j.md.Timestamp, StartedAt: time.Now(),
+// retryTolerance is how early before its record's retry time a redelivery may run
+// anyway: clocks of the worker that failed the job and of this one may differ a little.
+const retryTolerance = 100 * time.Millisecond
+
+// Fencing orders the deliveries of a job by (consumer incarnation, delivery count):
+// the record names the last delivery accounted for, and a delivery at or below it is
+// stale. Attempts count every delivery that may have run: deliveries of the same
+// incarnation between the record's and this one left no trace — a first attempt whose
+// worker died before its lazy claim, a worker cut off before it wrote anything — and
+// each counts. Deliveries handed back unstarted are written to the record, so they do
+// not count.
+
+// claimDelivery decides what this delivery does. A first delivery that is provably
+// this worker's — the server cannot have redelivered it yet (lease.current) and no
+// earlier consumer incarnation can have delivered it — needs no read: no other run of
+// the job can exist, so it may run at once and write its claim after ClaimDelay (or
+// at commit, which is then a create that fails if any later delivery has claimed the
+// job meanwhile). Every other delivery reads the record and claims before it runs: a
+// delivery that waited in a frozen worker's buffer past AckWait may belong to a job
+// another worker has run and committed since.
+func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
+	if j.md.NumDelivered != 1 || !j.lease.current() || j.md.Sequence.Stream <= j.lease.inc.FirstSeq {
+		return w.claim(ctx, j)
 	}
-	if prev != nil {
-		r.Attempt, r.LastError = prev.Attempt+1, prev.LastError
+	j.claim = w.fresh(j, 1)
+	if w.cfg.claimDelay > 0 {
+		return runIt, nil
 	}
-	return r
+	_, err := j.ensureClaimed(ctx)
+	if errors.Is(err, ErrStale) {
+		// The id has a record already: another message with this id, most likely.
+		j.claim, j.lost = nil, false
+		return w.claim(ctx, j)
+	}
+	return runIt, err
+}
+
+// fresh is the claim this delivery writes as the given attempt. Its Revision is 0
+// until it is written.
+func (w *Worker) fresh(j *Job, attempt int) *record.Record {
+	return &record.Record{
+		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: record.Running, Attempt: attempt,
+		MaxAttempts: j.maxAttempts, Delivery: j.md.NumDelivered, Epoch: j.lease.inc.Epoch,
+		Sequence: j.md.Sequence.Stream, Worker: &w.identity, EnqueuedAt: j.md.Timestamp, StartedAt: time.Now(),
+	}
 }
 
 // claim reads and writes the job record to decide what this delivery does. On runIt
 // j.claim is the written claim (its revision is the fencing token); on exhausted and
-// alreadyDead it is the record found.
+// alreadyDead it is the record found; on early, j.retryIn is how long to put it back.
 func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
-	delivery, seq := j.md.NumDelivered, j.md.Sequence.Stream
-	fresh := func(prev *record.Record) *record.Record { return w.fresh(j, prev) }
 	for range 8 {
 		prev, err := w.records.Get(ctx, j.id)
 		var next *record.Record
+		var prevRev uint64
+		v := runIt
 		switch {
 		case errors.Is(err, record.ErrNotFound):
-			next = fresh(nil)
-			err = w.records.Create(ctx, next)
+			// Every earlier delivery of this incarnation left no trace, and each may
+			// have run: this is attempt NumDelivered.
+			next = w.fresh(j, int(j.md.NumDelivered))
 		case err != nil:
 			return 0, err
-		case prev.Sequence != seq:
+		case prev.Sequence != j.md.Sequence.Stream:
 			// The record belongs to another message with the same id: a job enqueued
 			// again after the duplicate window, or requeued from dead letters.
 			if !prev.State.Terminal() {
@@ -64,25 +100,24 @@ func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 					return busy, nil
 				}
 			}
-			next = fresh(nil)
-			err = w.records.Update(ctx, next, prev.Revision)
+			next, prevRev = w.fresh(j, int(j.md.NumDelivered)), prev.Revision
 		case prev.State == record.Done:
 			return alreadyDone, nil
 		case prev.State == record.Dead:
 			j.claim = prev
 			return alreadyDead, nil
-		case prev.Delivery >= delivery:
-			return stale, nil
-		case prev.State == record.Running && prev.Attempt >= j.maxAttempts:
-			j.claim, j.attempt = prev, prev.Attempt
-			return exhausted, nil
 		default:
-			next = fresh(prev)
-			err = w.records.Update(ctx, next, prev.Revision)
+			if v, next = w.follow(j, prev); next == nil {
+				return v, nil
+			}
+			prevRev = prev.Revision
 		}
+		err = w.put(ctx, j, next, prevRev)
 		if err == nil {
-			j.claim = next
-			return runIt, nil
+			if v == runIt {
+				j.claim = next
+			}
+			return v, nil
 		}
 		if !errors.Is(err, record.ErrConflict) {
 			return 0, err
@@ -90,6 +125,56 @@ func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 		// Someone wrote the record between our read and write: read it again.
 	}
 	return 0, fmt.Errorf("job %s: claim kept conflicting", j.id)
+}
+
+// follow decides what delivery j does after prev, the live record of the same message,
+// and returns the record to write for it: its claim (runIt), or its accounting (early);
+// nil when nothing is written.
+func (w *Worker) follow(j *Job, prev *record.Record) (verdict, *record.Record) {
+	d, epoch := j.md.NumDelivered, j.lease.inc.Epoch
+	untraced := 0
+	switch {
+	case prev.Epoch > epoch:
+		// Claimed through a newer incarnation of the consumer than the one this
+		// delivery came through: the worker may not know the new one yet.
+		w.askRecheck()
+		return stale, nil
+	case prev.Epoch == epoch || prev.Epoch == 0:
+		if prev.Delivery >= d {
+			return stale, nil
+		}
+		untraced = int(d - prev.Delivery - 1)
+	case prev.State == record.Running && d == 1:
+		// A run of the job through the replaced consumer may still be going. Its
+		// heartbeats reach the new consumer (acks match by stream sequence) and keep
+		// this delivery from coming back; if it commits, its ack ends the job. If it
+		// is dead, the job comes back after AckWait and is claimed then.
+		return heldOld, nil
+	}
+	attempt := prev.Attempt + untraced + 1
+	if wait := time.Until(prev.RetryAt); prev.State == record.Retrying && untraced == 0 && wait > retryTolerance {
+		// The failed run's worker died between recording the failure and putting the
+		// job back with its backoff, so AckWait brought it back early.
+		j.retryIn = wait
+		next := *prev
+		next.Delivery, next.Epoch = d, epoch
+		return early, &next
+	}
+	if attempt > j.maxAttempts {
+		j.claim, j.attempt = prev, attempt-1
+		return exhausted, nil
+	}
+	next := w.fresh(j, attempt)
+	next.LastError = prev.LastError
+	return runIt, next
+}
+
+// askRecheck asks the fetch loop to read the consumer's incarnation now.
+func (w *Worker) askRecheck() {
+	select {
+	case w.recheck <- struct{}{}:
+	default:
+	}
 }
 
 // messageLive reports whether the stream still holds message seq (not acked,
@@ -100,4 +185,44 @@ func (w *Worker) messageLive(ctx context.Context, seq uint64) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// accountHandBack writes a delivery handed back unstarted into the job record, so
+// that the next delivery does not count it as an attempt that may have run. Best
+// effort: a delivery whose hand-back could not be written counts.
+func (w *Worker) accountHandBack(j *Job) {
+	ctx, cancel := context.WithTimeout(context.Background(), min(w.cfg.ackWait, 5*time.Second))
+	defer cancel()
+	d, epoch := j.md.NumDelivered, j.lease.inc.Epoch
+	for range 3 {
+		prev, err := w.records.Get(ctx, j.id)
+		var next record.Record
+		var prevRev uint64
+		switch {
+		case errors.Is(err, record.ErrNotFound):
+			next = *w.fresh(j, int(d)-1)
+			next.State, next.StartedAt, next.Worker = record.Queued, time.Time{}, nil
+		case err != nil, prev.Sequence != j.md.Sequence.Stream, prev.State.Terminal():
+			return
+		case prev.Epoch == epoch || prev.Epoch == 0:
+			if prev.Delivery >= d {
+				return
+			}
+			next, prevRev = *prev, prev.Revision
+			next.Attempt += int(d - prev.Delivery - 1)
+		case prev.Epoch < epoch:
+			next, prevRev = *prev, prev.Revision
+		default:
+			return
+		}
+		next.Delivery, next.Epoch = d, epoch
+		if prevRev == 0 {
+			err = w.records.Create(ctx, &next)
+		} else {
+			err = w.records.Update(ctx, &next, prevRev)
+		}
+		if !errors.Is(err, record.ErrConflict) {
+			return
+		}
+	}
 }

@@ -41,12 +41,10 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 		w.stats.errors.Add(1)
 		j.metrics.failed.Inc()
 		w.log.Error("publishing dead letter failed; the job will be redelivered", "job", j.id, "err", err)
-		_ = j.msg.NakWithDelay(w.cfg.backoff(1))
+		j.nak(w.cfg.backoff(1))
 		return
 	}
-	if err := j.msg.Term(); err != nil {
-		w.log.Warn("terminating dead job", "job", j.id, "err", err)
-	}
+	j.term()
 	if fence || !j.fenced {
 		w.stats.dead.Add(1)
 		j.metrics.dead.Inc()

@@ -159,10 +159,14 @@ func ExampleJob_FencingToken() {
 	_, _ = p.Enqueue(ctx, []byte("42.00"), producer.ID("pay-7"))
 
 	w, err := consumer.New(ctx, js, "payments", consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
-		if err := j.Fence(ctx); err != nil {
-			return err // consumer.ErrStale: another worker owns the job now
+		token, err := j.FencingToken(ctx)
+		if err != nil {
+			return err // consumer.ErrStale: another worker owns the job now; or the claim could not be written
 		}
-		if err := l.write(j.ID(), j.FencingToken()); err != nil {
+		if err := j.Fence(ctx); err != nil {
+			return err // checked with the server just before the write
+		}
+		if err := l.write(j.ID(), token); err != nil {
 			return consumer.Permanent(err)
 		}
 		return nil

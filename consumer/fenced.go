@@ -16,11 +16,11 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 	v, err := w.claimDelivery(wctx, j)
 	cancel()
 	if err != nil {
-		// Without a claim nothing may run; the delivery comes back after AckWait.
+		// Without a claim nothing may run; the delivery comes back after a backoff.
 		w.stats.errors.Add(1)
 		j.metrics.failed.Inc()
-		w.log.Warn("claim failed; job will be redelivered", "job", j.id, "err", err)
-		_ = j.msg.NakWithDelay(w.cfg.backoff(1))
+		w.log.Warn("claim failed; the job will be redelivered", "job", j.id, "err", err)
+		j.nak(w.cfg.backoff(1))
 		return
 	}
 	switch v {
@@ -32,17 +32,24 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 		j.attempt = j.claim.Attempt
 		w.deadLetter(ctx, j, errors.New(j.claim.LastError), false)
 		return
-	case stale:
+	case stale, heldOld:
+		// Another delivery owns the job (or may: a run through a replaced consumer):
+		// leave the job to it, and to the server's AckWait if it is gone.
+		j.lease.stop()
 		w.stats.stale.Add(1)
 		j.metrics.stale.Inc()
 		return
 	case busy:
 		w.stats.busy.Add(1)
-		_ = j.msg.NakWithDelay(w.cfg.ackWait)
+		j.nak(w.cfg.ackWait)
+		return
+	case early:
+		w.stats.early.Add(1)
+		j.nak(j.retryIn)
 		return
 	case exhausted:
-		w.deadLetter(ctx, j, fmt.Errorf("%w: attempt %d of %d did not finish (worker crashed, stalled or was cut off)",
-			ErrExhausted, j.claim.Attempt, j.maxAttempts), true)
+		w.deadLetter(ctx, j, fmt.Errorf("%w: %d attempts (of %d allowed) did not finish: the worker died, stalled or was cut off while running the job",
+			ErrExhausted, j.attempt, j.maxAttempts), true)
 		return
 	}
 	j.attempt = j.claim.Attempt
@@ -61,41 +68,17 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 	})
 }
 
-// claimDelivery decides what this delivery does. A first delivery needs no read: no
-// earlier delivery of the message exists, so it may run at once and write its claim
-// after ClaimDelay (or at commit, which is then a create that fails if any later
-// delivery has claimed the job meanwhile). Redeliveries claim before they run.
-func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
-	if j.md.NumDelivered != 1 {
-		return w.claim(ctx, j)
-	}
-	j.claim = w.fresh(j, nil)
-	if w.cfg.claimDelay > 0 {
-		return runIt, nil
-	}
-	_, err := j.ensureClaimed(ctx)
-	if errors.Is(err, ErrStale) {
-		// The id has a record already: another message with this id, most likely.
-		j.claim, j.lost = nil, false
-		return w.claim(ctx, j)
-	}
-	return runIt, err
-}
-
 // writeContext bounds the record writes of one outcome: they retry while the server
 // is unreachable, but not past AckWait, after which the job is redelivered anyway.
 func (w *Worker) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ackWait)
 }
 
-// update writes the claim, as change edits a copy of it, by compare-and-set,
-// retrying transient errors.
-// A claim that was never written is created instead, which fails the same way if a
-// later delivery has claimed the job. It returns record.ErrConflict if the job was
-// claimed by another delivery.
+// update writes the claim, as change edits a copy of it, by compare-and-set. A claim
+// that was never written is created instead, which fails the same way if a later
+// delivery has claimed the job. It returns record.ErrConflict if the job was claimed
+// by another delivery.
 func (w *Worker) update(ctx context.Context, j *Job, change func(next *record.Record)) error {
-	wctx, cancel := w.writeContext(ctx)
-	defer cancel()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.lost {
@@ -103,30 +86,7 @@ func (w *Worker) update(ctx context.Context, j *Job, change func(next *record.Re
 	}
 	next := *j.claim
 	change(&next)
-	prev := j.claim.Revision
-	tries := 0
-	// A quarter of the write budget per try: a try lost with a failed node leaves
-	// time for more once a new leader is elected; one that landed with its reply
-	// lost is recognised below.
-	perTry := min(max(w.cfg.ackWait/4, 200*time.Millisecond), 5*time.Second)
-	err := jsx.RetryEach(wctx, perTry, func(c context.Context) error {
-		tries++
-		var err error
-		if prev == 0 {
-			err = w.createOver(c, j, &next)
-		} else {
-			err = w.records.Update(c, &next, prev)
-		}
-		if tries > 1 && errors.Is(err, record.ErrConflict) {
-			// An earlier try may have landed with its reply lost (a restart, a leader
-			// change): then the conflict is with our own write.
-			if cur, gerr := w.records.Get(c, j.id); gerr == nil && cur.Revision > prev && sameWrite(cur, &next) {
-				next.Revision = cur.Revision
-				return nil
-			}
-		}
-		return err
-	})
+	err := w.put(ctx, j, &next, j.claim.Revision)
 	switch {
 	case err == nil:
 		j.claim = &next
@@ -134,6 +94,34 @@ func (w *Worker) update(ctx context.Context, j *Job, change func(next *record.Re
 		j.loseLocked()
 	}
 	return err
+}
+
+// put writes next over revision prev by compare-and-set; prev 0 creates it (over a
+// finished record of an earlier message with the same id, too). It retries transient
+// errors, each try bounded by a quarter of the write budget, so that a try lost with a
+// failed node leaves time for more once a new leader is elected; and a try that
+// landed with its reply lost is recognised as this run's own write.
+func (w *Worker) put(ctx context.Context, j *Job, next *record.Record, prev uint64) error {
+	wctx, cancel := w.writeContext(ctx)
+	defer cancel()
+	tries := 0
+	perTry := min(max(w.cfg.ackWait/4, 200*time.Millisecond), 5*time.Second)
+	return jsx.RetryEach(wctx, perTry, func(c context.Context) error {
+		tries++
+		var err error
+		if prev == 0 {
+			err = w.createOver(c, j, next)
+		} else {
+			err = w.records.Update(c, next, prev)
+		}
+		if tries > 1 && errors.Is(err, record.ErrConflict) {
+			if cur, gerr := w.records.Get(c, j.id); gerr == nil && cur.Revision > prev && sameWrite(cur, next) {
+				next.Revision = cur.Revision
+				return nil
+			}
+		}
+		return err
+	})
 }
 
 // sameWrite reports whether the stored record cur is the write next: the same run
@@ -145,7 +133,7 @@ func sameWrite(cur, next *record.Record) bool {
 // sameRun reports whether cur was written by the run that writes next: the same
 // message, delivery, attempt, worker and start.
 func sameRun(cur, next *record.Record) bool {
-	return cur.Sequence == next.Sequence && cur.Delivery == next.Delivery && cur.Attempt == next.Attempt &&
+	return cur.Sequence == next.Sequence && cur.Delivery == next.Delivery && cur.Epoch == next.Epoch && cur.Attempt == next.Attempt &&
 		cur.StartedAt.Equal(next.StartedAt) &&
 		cur.Worker != nil && next.Worker != nil && *cur.Worker == *next.Worker
 }
@@ -192,6 +180,7 @@ func (w *Worker) commit(ctx context.Context, j *Job) {
 // ack acknowledges the delivery and waits for the server to confirm. If it cannot,
 // the job comes back, finds its record done and is acked then.
 func (w *Worker) ack(ctx context.Context, j *Job) {
+	j.lease.stop()
 	wctx, cancel := w.writeContext(ctx)
 	defer cancel()
 	for {
@@ -231,7 +220,8 @@ func (w *Worker) fail(ctx context.Context, j *Job, herr error) {
 	}
 	w.stats.retried.Add(1)
 	j.metrics.retried.Inc()
-	_ = j.msg.NakWithDelay(delay)
+	w.log.Info("job failed; it will be retried", "job", j.id, "attempt", j.attempt, "of", j.maxAttempts, "in", delay.Round(time.Millisecond), "err", firstLine(herr))
+	j.nak(delay)
 }
 
 // giveBack returns a job whose run was cut short by the worker stopping: its attempt
@@ -244,7 +234,8 @@ func (w *Worker) giveBack(j *Job) {
 		w.outcomeFailed(j, "hand back", err)
 		return
 	}
-	w.handBack(j.msg)
+	j.nak(0)
+	w.stats.handedBack.Add(1)
 }
 
 // outcomeFailed handles a write over the claim that did not go through: a conflict
@@ -254,6 +245,7 @@ func (w *Worker) outcomeFailed(j *Job, what string, err error) {
 		w.reassigned(j, what+" refused")
 		return
 	}
+	j.lease.stop()
 	w.stats.errors.Add(1)
 	j.metrics.failed.Inc()
 	w.log.Error(what+" failed; the job will be redelivered", "job", j.id, "err", err)
@@ -262,6 +254,7 @@ func (w *Worker) outcomeFailed(j *Job, what string, err error) {
 // reassigned logs and counts a run whose claim another delivery took over. It does
 // not ack: the job belongs to the new owner.
 func (w *Worker) reassigned(j *Job, why string) {
+	j.lease.stop()
 	w.stats.reassigned.Add(1)
 	j.metrics.reassigned.Inc()
 	w.log.Warn(fmt.Sprintf("job %s was reassigned", j.id), "job", j.id, "attempt", j.attempt,

@@ -20,6 +20,7 @@ import (
 type Job struct {
 	w           *Worker
 	msg         jetstream.Msg
+	lease       *lease // keeps the delivery alive; knows its anchor and incarnation
 	md          *jetstream.MsgMetadata
 	id          string
 	kind        string
@@ -27,7 +28,8 @@ type Job struct {
 	attempt     int
 	result      []byte
 	fenced      bool
-	metrics     *kindMetrics // the series of this job's queue and kind
+	retryIn     time.Duration // verdict early: how long until the job's retry time
+	metrics     *kindMetrics  // the series of this job's queue and kind
 
 	mu     sync.Mutex
 	claim  *record.Record          // fenced: this run's claim; Revision 0 until written
@@ -35,9 +37,10 @@ type Job struct {
 	cancel context.CancelCauseFunc // ends the handler's context; nil before it runs
 }
 
-func (w *Worker) newJob(msg jetstream.Msg, md *jetstream.MsgMetadata) *Job {
+func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
+	msg := l.msg
 	h := msg.Headers()
-	j := &Job{w: w, msg: msg, md: md, kind: h.Get(queue.HeaderKind), maxAttempts: w.cfg.maxAttempts, fenced: !w.cfg.unfenced}
+	j := &Job{w: w, msg: msg, lease: l, md: md, kind: h.Get(queue.HeaderKind), maxAttempts: w.cfg.maxAttempts, fenced: !w.cfg.unfenced}
 	j.id = jobID(w.names, msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
 	j.metrics = w.metrics.kinds.Get(j.kind)
 	if n, err := strconv.Atoi(h.Get(queue.HeaderMaxAttempts)); err == nil && n > 0 {
@@ -71,9 +74,10 @@ func (j *Job) Payload() []byte { return j.msg.Data() }
 // Header is the job message's headers.
 func (j *Job) Header() nats.Header { return j.msg.Headers() }
 
-// Attempt is this run's number, 1 for the first. Fenced workers count runs in the
-// job record, so deliveries handed back unstarted (worker shutdown) do not count;
-// unfenced workers count JetStream deliveries.
+// Attempt is this run's number, 1 for the first. Fenced workers count in the job
+// record every delivery that may have run — also one whose worker died before it
+// wrote anything (the delivery count is the floor) — but not deliveries handed back
+// unstarted by a stopping worker; unfenced workers count JetStream deliveries.
 func (j *Job) Attempt() int { return j.attempt }
 
 // MaxAttempts is the attempt limit that applies to this job.
@@ -88,16 +92,27 @@ func (j *Job) EnqueuedAt() time.Time { return j.md.Timestamp }
 // FencingToken is the revision of this run's claim on the job record: it grows with
 // every claim of the job, so a resource that remembers the highest token it has seen
 // can refuse writes from a superseded run. A first attempt's claim is written lazily
-// (see ClaimDelay); the first call writes it if it is not yet. 0 for unfenced workers,
-// and for a run that has lost the job (its context then ends with ErrStale).
-func (j *Job) FencingToken() uint64 {
+// (see ClaimDelay); the first call writes it if it is not yet, and so may wait on
+// the server (bounded by ctx and AckWait).
+//
+// It never returns a token without an error that is not a real claim: ErrStale when
+// another delivery has claimed the job (the run's context then ends with ErrStale
+// too), ErrUnfenced on an unfenced worker, or the server's error when the claim could
+// not be written.
+func (j *Job) FencingToken(ctx context.Context) (uint64, error) {
 	if !j.fenced {
-		return 0
+		return 0, fmt.Errorf("job %s: %w", j.id, ErrUnfenced)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), j.w.cfg.ackWait)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, j.w.cfg.ackWait)
 	defer cancel()
-	rev, _ := j.ensureClaimed(ctx)
-	return rev
+	rev, err := j.ensureClaimed(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("job %s: fencing token: %w", j.id, err)
+	}
+	return rev, nil
 }
 
 // token is the claim's revision as it stands, without writing anything.
@@ -140,6 +155,23 @@ func (j *Job) loseLocked() {
 	j.lost = true
 	if j.cancel != nil {
 		j.cancel(ErrStale)
+	}
+}
+
+// nak puts the delivery back for redelivery after d. The lease stops first: a
+// progress report after the nak would move the redelivery to AckWait from then.
+func (j *Job) nak(d time.Duration) {
+	j.lease.stop()
+	if err := j.msg.NakWithDelay(d); err != nil {
+		j.w.log.Debug("nak", "job", j.id, "err", err)
+	}
+}
+
+// term removes the delivery from the queue for good (it is in dead letters).
+func (j *Job) term() {
+	j.lease.stop()
+	if err := j.msg.Term(); err != nil {
+		j.w.log.Warn("terminating dead job", "job", j.id, "err", err)
 	}
 }
 

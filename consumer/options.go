@@ -45,6 +45,7 @@ func defaults() config {
 		backoff:      Exponential(time.Second, 5*time.Minute),
 		drainTimeout: 30 * time.Second,
 		claimDelay:   10 * time.Millisecond,
+		prefetch:     -1,
 		name:         host + "-" + strconv.Itoa(os.Getpid()),
 		logger:       slog.Default(),
 	}
@@ -61,19 +62,22 @@ func Concurrency(n int) Option {
 	}
 }
 
-// Prefetch fixes how many jobs the worker pulls ahead of its free handlers. Jobs in
-// the buffer are this worker's from the server's point of view (no other worker can
-// take them); the worker reports progress on them as on running jobs, so they do not
-// time out while they wait. By default the buffer follows the handlers: it holds
-// about a tenth of AckWait (at most 50ms) of work at the average time a handler slot
-// spends per job, between Concurrency and 512 jobs and at most about 32 MiB of
-// payload at the average job size. So it is deep for short jobs, and handlers never
-// wait on a pull, and shallow for long ones, and one worker does not sit on jobs that
-// idle workers could run. Set it to pin the depth.
+// Prefetch fixes how many jobs the worker pulls ahead of its free handlers; 0 holds
+// none beyond the ones running. Jobs in the buffer are this worker's from the
+// server's point of view (no other worker can take them); the worker reports progress
+// on them as on running jobs, so they do not time out while they wait.
+//
+// By default the depth follows the handlers: none while their pace is unknown (a
+// worker starting on long jobs takes only what it can run, and a worker started later
+// gets the rest), then about a tenth of AckWait (at most 50ms) of work at the average
+// time a handler slot spends per job, at most 512 jobs and about 32 MiB of payload.
+// So it is deep for short jobs, and handlers never wait on a pull, and empty for long
+// ones, and one worker does not sit on jobs that idle workers could run. Set it to
+// pin the depth.
 func Prefetch(n int) Option {
 	return func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("consumer: prefetch %d: want at least 1", n)
+		if n < 0 {
+			return fmt.Errorf("consumer: prefetch %d: want 0 or more", n)
 		}
 		c.prefetch = n
 		return nil

@@ -19,6 +19,8 @@ var (
 	ErrMalformed = errors.New("malformed job payload")
 	// ErrExhausted: the job ran out of attempts.
 	ErrExhausted = errors.New("attempts exhausted")
+	// ErrUnfenced: an unfenced worker's job has no fencing token (Job.FencingToken).
+	ErrUnfenced = errors.New("unfenced worker: no fencing token")
 )
 
 type permanentError struct{ err error }

@@ -17,7 +17,7 @@ import (
 // and shares jobs fairly between workers, but a worker with fast handlers then spends
 // its time waiting on pull round trips. So, unless Prefetch fixes its size, the buffer
 // follows the handlers: it holds about bufferedWork of work at the average time a
-// handler slot spends per job (at least Concurrency jobs, at most maxAutoPrefetch),
+// handler slot spends per job (at most maxAutoPrefetch),
 // and every buffered delivery reports progress to the server like a running one, so
 // a buffer that a sudden slowdown leaves standing never times out.
 //
@@ -53,65 +53,30 @@ func pullTimes(ackWait, heartbeat time.Duration) (expiry, idle time.Duration) {
 	return expiry, expiry / 4
 }
 
-// buffered is a delivery waiting in the buffer for a handler slot, reporting
-// progress every heartbeat interval until a slot takes it.
-type buffered struct {
-	msg   jetstream.Msg
-	mu    sync.Mutex
-	t     *time.Timer
-	taken bool
-}
-
-func (w *Worker) newBuffered(msg jetstream.Msg) *buffered {
-	b := &buffered{msg: msg}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.t = time.AfterFunc(w.cfg.heartbeat, func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.taken {
-			return
-		}
-		if err := b.msg.InProgress(); err == nil {
-			w.stats.heartbeats.Add(1)
-			w.metrics.heartbeats.Inc()
-		}
-		b.t.Reset(w.cfg.heartbeat)
-	})
-	return b
-}
-
-// take stops the delivery's progress reports: a slot runs it now, with its own.
-func (b *buffered) take() jetstream.Msg {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.taken = true
-	b.t.Stop()
-	return b.msg
-}
-
 // puller fills a worker's buffer.
 type puller struct {
 	w         *Worker
-	buf       chan *buffered
+	buf       chan *lease
+	held      atomic.Int64  // deliveries arrived and not finished: buffered or running
 	wake      chan struct{} // a slot took a delivery or a fetch ended
 	requested atomic.Int64  // asked for by open fetches, not yet arrived
 	open      atomic.Int32  // fetches in progress
 	perJob    atomic.Int64  // average slot time per job, ns; 0 until measured
 	jobSize   atomic.Int64  // average job message size, bytes; 0 until measured
 	fetches   sync.WaitGroup
-	failed    chan error  // a fetch that failed: the consumer may need re-creating
-	healthy   atomic.Bool // a fetch ended well since the last look: reset the backoff
+	handing   sync.WaitGroup // hand-backs under way while stopping
+	failed    chan error     // a fetch that failed: the consumer may need re-creating
+	healthy   atomic.Bool    // a fetch ended well since the last look: reset the backoff
 	stopping  atomic.Bool
 }
 
 func (w *Worker) newPuller() *puller {
-	capacity := w.cfg.prefetch
-	if capacity == 0 {
-		capacity = max(w.cfg.concurrency, maxAutoPrefetch)
+	extra := maxAutoPrefetch
+	if w.cfg.prefetch >= 0 {
+		extra = w.cfg.prefetch
 	}
 	return &puller{
-		w: w, buf: make(chan *buffered, capacity+1), wake: make(chan struct{}, 1),
+		w: w, buf: make(chan *lease, w.cfg.concurrency+extra+1), wake: make(chan struct{}, 1),
 		failed: make(chan error, maxFetches),
 	}
 }
@@ -144,44 +109,81 @@ func average(avg *atomic.Int64, v int64) {
 	}
 }
 
-// want is the buffer's size now.
-func (p *puller) want() int {
+// missing is how many more deliveries to pull now, 0 if none: what the worker holds
+// and has asked for falls short of a delivery for every slot plus the extra depth,
+// and either a slot would otherwise go without one or a quarter of the extra depth
+// is missing (so that fast handlers pull in batches, not one by one).
+func (p *puller) missing() int {
+	extra := p.extra()
+	have := int(p.held.Load() + p.requested.Load())
+	n := p.w.cfg.concurrency + extra - have
+	if n >= 1 && (have < p.w.cfg.concurrency || n >= max(1, extra/4)) {
+		return n
+	}
+	return 0
+}
+
+// extra is the buffer's depth beyond the idle slots: Prefetch if set; else none while
+// the handlers' pace is unknown, then about bufferedWork of work at that pace, at most
+// maxAutoPrefetch and about maxBufferedBytes of payload.
+func (p *puller) extra() int {
 	cfg := p.w.cfg
-	if cfg.prefetch > 0 {
+	if cfg.prefetch >= 0 {
 		return cfg.prefetch
 	}
 	per := p.perJob.Load()
 	if per == 0 {
-		return cfg.concurrency
+		return 0
 	}
 	n := int64(cfg.concurrency) * int64(bufferedWork(cfg.ackWait)) / per
 	if size := p.jobSize.Load(); size > 0 {
 		n = min(n, maxBufferedBytes/size)
 	}
-	return int(min(max(n, int64(cfg.concurrency)), int64(cap(p.buf)-1)))
+	return int(min(max(n, 0), maxAutoPrefetch))
 }
 
-// take hands the next buffered delivery to a slot, or returns nil once ctx ends.
-func (p *puller) take(ctx context.Context) jetstream.Msg {
-	select {
-	case b := <-p.buf:
-		p.poke()
-		return b.take()
-	case <-ctx.Done():
-		return nil
+// take hands the next buffered delivery to a slot, or returns nil once ctx ends. A
+// delivery pulled through a consumer that has since been replaced is dropped: the
+// new consumer delivers the job again.
+func (p *puller) take(ctx context.Context) *lease {
+	for {
+		select {
+		case l := <-p.buf:
+			if p.w.replaced(l) {
+				p.held.Add(-1)
+				p.poke()
+				continue
+			}
+			return l
+		case <-ctx.Done():
+			return nil
+		}
 	}
+}
+
+// done tells the puller a slot finished its delivery after d.
+func (p *puller) done(d time.Duration) {
+	p.held.Add(-1)
+	p.observe(d)
 }
 
 // fetch keeps the buffer filled until ctx ends. Then it stops pulling, hands back
 // every buffered delivery and every one still arriving on open pulls (they expire
 // within a second), and returns nil; it returns an error only if the connection is
-// closed for good. A pull that fails (the consumer was deleted, say by a server that
-// lost its state; a leader change) makes it check the consumer, re-creating it if it
-// is gone, and pull again after a short backoff.
+// closed for good.
+//
+// A pull that fails (the consumer was deleted, by an operator or a server that lost
+// its state; a leader change) makes it check the consumer, re-creating it if it is
+// gone, and pull again after a short backoff; the worker is unhealthy (Health) until
+// a pull succeeds again. Every heartbeat interval it also reads the consumer's
+// incarnation, so that a consumer re-created by another worker is noticed even by a
+// worker that had no pull open when it happened.
 func (p *puller) fetch(ctx context.Context) error {
 	w := p.w
 	expiry, idle := pullTimes(w.cfg.ackWait, w.cfg.heartbeat)
 	delay := 20 * time.Millisecond
+	check := time.NewTicker(w.cfg.heartbeat)
+	defer check.Stop()
 	defer p.stop()
 	p.poke()
 	for {
@@ -192,25 +194,35 @@ func (p *puller) fetch(ctx context.Context) error {
 			if w.js.Conn().IsClosed() {
 				return fmt.Errorf("pull: %w", jetstream.ErrConnectionClosed)
 			}
-			w.log.Debug("pull failed; retrying", "err", err)
+			w.pullFailed(err)
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-time.After(delay):
 			}
 			delay = min(2*delay, time.Second)
-			if c, err := w.ensureConsumer(ctx); err == nil {
-				w.consumer = c
+			if w.recover(ctx) {
+				p.dropReplaced()
 			}
 			p.poke()
+			continue
+		case <-check.C:
+			if w.checkIncarnation(ctx) {
+				p.dropReplaced()
+			}
+			continue
+		case <-w.recheck:
+			if w.checkIncarnation(ctx) {
+				p.dropReplaced()
+			}
 			continue
 		case <-p.wake:
 		}
 		if p.healthy.Swap(false) {
 			delay = 20 * time.Millisecond
+			w.pullsWork()
 		}
-		want := p.want()
-		if missing := want - int(p.requested.Load()) - len(p.buf); missing >= max(1, want/4) && p.open.Load() < maxFetches {
+		if missing := p.missing(); missing > 0 && p.open.Load() < maxFetches {
 			if err := p.pull(missing, expiry, idle); err != nil {
 				if w.js.Conn().IsClosed() {
 					return fmt.Errorf("pull: %w", jetstream.ErrConnectionClosed)
@@ -221,6 +233,29 @@ func (p *puller) fetch(ctx context.Context) error {
 	}
 }
 
+// dropReplaced drops the buffered deliveries of a replaced consumer now, rather than
+// when a slot comes to them: until then their progress reports would keep the new
+// consumer's deliveries of the same jobs from moving on.
+func (p *puller) dropReplaced() {
+	var keep []*lease
+	for done := false; !done; {
+		select {
+		case l := <-p.buf:
+			if p.w.replaced(l) {
+				p.held.Add(-1)
+			} else {
+				keep = append(keep, l)
+			}
+		default:
+			done = true
+		}
+	}
+	for _, l := range keep {
+		p.buf <- l
+	}
+	p.poke()
+}
+
 // report hands a failed pull to the fetch loop, unless one is already waiting there.
 func (p *puller) report(err error) {
 	select {
@@ -229,8 +264,10 @@ func (p *puller) report(err error) {
 	}
 }
 
-// pull sends one Fetch for n deliveries and moves what arrives into the buffer.
+// pull sends one Fetch for n deliveries and moves what arrives into the buffer, each
+// with a lease anchored at the time the pull was sent.
 func (p *puller) pull(n int, expiry, idle time.Duration) error {
+	anchor, inc := time.Now(), p.w.incarnation()
 	batch, err := p.w.consumer.Fetch(n, jetstream.FetchMaxWait(expiry), jetstream.FetchHeartbeat(idle))
 	if err != nil {
 		return err
@@ -243,15 +280,17 @@ func (p *puller) pull(n int, expiry, idle time.Duration) error {
 		got := 0
 		for msg := range batch.Messages() {
 			got++
+			p.held.Add(1) // before requested drops, so the two never undercount
 			p.requested.Add(-1)
-			if p.w.cfg.prefetch == 0 {
+			if p.w.cfg.prefetch < 0 {
 				average(&p.jobSize, int64(len(msg.Data())))
 			}
+			l := p.w.newLease(msg, anchor, inc)
 			if p.stopping.Load() {
-				p.w.handBack(msg) // stopping: never started
+				p.handBack(l) // stopping: never started
 				continue
 			}
-			p.buf <- p.w.newBuffered(msg)
+			p.buf <- l
 		}
 		p.requested.Add(int64(got - n))
 		p.open.Add(-1)
@@ -265,17 +304,30 @@ func (p *puller) pull(n int, expiry, idle time.Duration) error {
 	return nil
 }
 
+// handBack gives back a delivery that never started, in the background while the
+// puller stops.
+func (p *puller) handBack(l *lease) {
+	p.handing.Add(1)
+	go func() {
+		defer p.handing.Done()
+		p.w.handBack(l)
+	}()
+}
+
 // stop ends pulling: deliveries still arriving on open pulls are handed back, and so
 // is everything in the buffer once they have ended.
 func (p *puller) stop() {
 	p.stopping.Store(true)
 	p.fetches.Wait()
-	for {
+	for done := false; !done; {
 		select {
-		case b := <-p.buf:
-			p.w.handBack(b.take())
+		case l := <-p.buf:
+			if !p.w.replaced(l) {
+				p.handBack(l)
+			}
 		default:
-			return
+			done = true
 		}
 	}
+	p.handing.Wait()
 }

@@ -31,7 +31,8 @@ func TestIDReusedAfterFinishedRecord(t *testing.T) {
 				case <-ctx.Done():
 					return context.Cause(ctx)
 				}
-				runs <- j.FencingToken()
+				token, _ := j.FencingToken(ctx)
+				runs <- token
 				return j.Fence(ctx)
 			}), consumer.ClaimDelay(delay), consumer.AckWait(30*time.Second))
 			runWorker(t, w)

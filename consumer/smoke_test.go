@@ -23,7 +23,10 @@ func TestCommitsResultAndRecord(t *testing.T) {
 	}
 	var token uint64
 	w := newWorker(t, js, "smoke", consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
-		token = j.FencingToken()
+		var err error
+		if token, err = j.FencingToken(ctx); err != nil {
+			return err
+		}
 		j.SetResult(append([]byte("done:"), j.Payload()...))
 		return j.Fence(ctx)
 	}), consumer.Name("w1"))

@@ -63,7 +63,8 @@ func TestStalledWorkerCommitIsRefused(t *testing.T) {
 	aStarted, aRelease := make(chan uint64, 1), make(chan struct{})
 	logsA := &logRecorder{}
 	wA, err := consumer.New(testenv.Context(t, 10*time.Second), jsA, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
-		aStarted <- j.FencingToken()
+		token, _ := j.FencingToken(ctx)
+		aStarted <- token
 		<-aRelease
 		j.SetResult([]byte("A"))
 		return nil
@@ -82,7 +83,8 @@ func TestStalledWorkerCommitIsRefused(t *testing.T) {
 
 	bStarted, bRelease := make(chan uint64, 1), make(chan struct{})
 	wB := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
-		bStarted <- j.FencingToken()
+		token, _ := j.FencingToken(ctx)
+		bStarted <- token
 		<-bRelease
 		j.SetResult([]byte("B"))
 		return nil

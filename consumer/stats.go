@@ -12,6 +12,8 @@ type Stats struct {
 	AlreadyDone uint64 // redeliveries of committed jobs, acked without running
 	Stale       uint64 // deliveries skipped because a newer one had claimed the job
 	Busy        uint64 // deliveries put back because another message with the same id was live
+	Early       uint64 // deliveries put back because their job's retry time had not come
+	Dropped     uint64 // buffered deliveries dropped because the workers' consumer was re-created
 	HandedBack  uint64 // jobs given back unfinished when the worker stopped
 	Heartbeats  uint64 // progress reports sent
 	Redelivered uint64 // deliveries with a delivery count above 1
@@ -19,7 +21,7 @@ type Stats struct {
 }
 
 type counters struct {
-	started, committed, retried, dead, reassigned, alreadyDone, stale, busy,
+	started, committed, retried, dead, reassigned, alreadyDone, stale, busy, early, dropped,
 	handedBack, heartbeats, redelivered, errors atomic.Uint64
 }
 
@@ -27,7 +29,7 @@ func (c *counters) snapshot() Stats {
 	return Stats{
 		Started: c.started.Load(), Committed: c.committed.Load(), Retried: c.retried.Load(),
 		Dead: c.dead.Load(), Reassigned: c.reassigned.Load(), AlreadyDone: c.alreadyDone.Load(),
-		Stale: c.stale.Load(), Busy: c.busy.Load(), HandedBack: c.handedBack.Load(),
+		Stale: c.stale.Load(), Busy: c.busy.Load(), Early: c.early.Load(), Dropped: c.dropped.Load(), HandedBack: c.handedBack.Load(),
 		Heartbeats: c.heartbeats.Load(), Redelivered: c.redelivered.Load(), Errors: c.errors.Load(),
 	}
 }

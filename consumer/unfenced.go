@@ -14,6 +14,7 @@ func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
 	herr, cause := w.run(ctx, j)
 	switch {
 	case herr == nil:
+		j.lease.stop()
 		if err := j.msg.Ack(); err != nil {
 			w.log.Warn("ack failed; the job will be redelivered", "job", j.id, "err", err)
 			return
@@ -25,7 +26,7 @@ func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
 			w.putRecord(ctx, j, record.Done, nil, 0)
 		}
 	case errors.Is(cause, errDrained):
-		w.handBack(j.msg)
+		w.handBack(j.lease)
 	case IsPermanent(herr) || j.attempt >= j.maxAttempts:
 		reason := herr
 		if !IsPermanent(herr) {
@@ -41,7 +42,7 @@ func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
 		w.putRecord(ctx, j, record.Retrying, herr, delay)
 		w.stats.retried.Add(1)
 		j.metrics.retried.Inc()
-		_ = j.msg.NakWithDelay(delay)
+		j.nak(delay)
 	}
 }
 
@@ -52,7 +53,7 @@ func (w *Worker) putRecord(ctx context.Context, j *Job, s record.State, herr err
 	r := &record.Record{
 		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: s, Attempt: j.attempt,
 		MaxAttempts: j.maxAttempts, Delivery: j.md.NumDelivered, Sequence: j.md.Sequence.Stream,
-		Worker: &w.identity, EnqueuedAt: j.md.Timestamp,
+		Epoch: j.lease.inc.Epoch, Worker: &w.identity, EnqueuedAt: j.md.Timestamp,
 	}
 	if herr != nil {
 		r.LastError = herr.Error()

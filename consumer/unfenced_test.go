@@ -32,7 +32,7 @@ func TestUnfencedSuccessAcks(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		runs[j.ID()]++
-		if j.FencingToken() != 0 || j.Fence(ctx) != nil {
+		if token, err := j.FencingToken(ctx); token != 0 || !errors.Is(err, consumer.ErrUnfenced) || j.Fence(ctx) != nil {
 			return errors.New("an unfenced job has a fencing token or a failing fence")
 		}
 		return nil

@@ -44,6 +44,9 @@ type Worker struct {
 	stats    counters
 	metrics  *workerMetrics
 	running  atomic.Bool
+	inc      atomic.Pointer[queue.Incarnation] // the workers' consumer's incarnation, as last read
+	health   atomic.Pointer[error]             // why pulls fail; nil while they work
+	recheck  chan struct{}                     // asks the fetch loop to read the incarnation now
 
 	finishing chan struct{}  // bounds background outcome writes
 	finishers sync.WaitGroup // background outcome writes in progress
@@ -78,7 +81,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	}
 	if cfg.maxAckPending == 0 {
 		buffer := cfg.prefetch
-		if buffer == 0 {
+		if buffer < 0 {
 			buffer = maxAutoPrefetch
 		}
 		cfg.maxAckPending = max(1000, 4*(cfg.concurrency+buffer))
@@ -95,26 +98,41 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
+	records, err := record.NewStore(ctx, js, objs.Records, names.Bucket, false)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: queue %s: %w", names.Queue, err)
+	}
 	w := &Worker{
-		js: js, names: names, objects: objs, records: record.Store{JS: js, KV: objs.Records, Bucket: names.Bucket},
+		js: js, names: names, objects: objs, records: records,
 		handler: Chain(h, cfg.middleware...), cfg: cfg, metrics: m,
-		log: cfg.logger.With("queue", queueName, "worker", cfg.name),
+		log:     cfg.logger.With("queue", queueName, "worker", cfg.name),
+		recheck: make(chan struct{}, 1),
 	}
 	host, _ := os.Hostname()
 	w.identity = record.Worker{Name: cfg.name, Host: host, PID: os.Getpid()}
-	if w.consumer, err = w.ensureConsumer(ctx); err != nil {
+	c, inc, err := w.ensureConsumer(ctx)
+	if err != nil {
 		return nil, err
 	}
+	w.consumer = c
+	w.setIncarnation(inc)
 	return w, nil
 }
 
-func (w *Worker) ensureConsumer(ctx context.Context) (jetstream.Consumer, error) {
+// ensureConsumer creates or checks the workers' consumer and reads its incarnation.
+func (w *Worker) ensureConsumer(ctx context.Context) (jetstream.Consumer, queue.Incarnation, error) {
 	replicas := w.objects.Stream.CachedInfo().Config.Replicas
-	c, err := queue.EnsureConsumer(ctx, w.objects.Stream, queue.ConsumerConfig(w.names, w.cfg.ackWait, w.cfg.maxAckPending, replicas))
+	var c jetstream.Consumer
+	var inc queue.Incarnation
+	err := jsx.Retry(ctx, func(ctx context.Context) error {
+		var err error
+		c, inc, err = queue.EnsureWorkers(ctx, w.objects, queue.ConsumerConfig(w.names, w.cfg.ackWait, w.cfg.maxAckPending, replicas))
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("consumer: queue %s: %w", w.names.Queue, err)
+		return nil, queue.Incarnation{}, fmt.Errorf("consumer: queue %s: %w", w.names.Queue, err)
 	}
-	return c, nil
+	return c, inc, nil
 }
 
 // Stats returns the worker's counters.
@@ -154,13 +172,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		go func() {
 			defer slots.Done()
 			for {
-				msg := p.take(slotCtx)
-				if msg == nil {
+				l := p.take(slotCtx)
+				if l == nil {
 					return
 				}
 				start := time.Now()
-				w.process(handlerCtx, msg)
-				p.observe(time.Since(start))
+				w.process(handlerCtx, l)
+				p.done(time.Since(start))
 			}
 		}()
 	}
@@ -187,27 +205,36 @@ func (w *Worker) background(fn func()) {
 	}()
 }
 
-// handBack naks a delivery that was never started so it is redelivered at once.
-func (w *Worker) handBack(msg jetstream.Msg) {
-	if err := msg.Nak(); err != nil {
+// handBack gives back a delivery that never started, for prompt redelivery. Fenced,
+// it first writes the hand-back into the job record, so that it does not count as an
+// attempt.
+func (w *Worker) handBack(l *lease) {
+	l.stop()
+	if !w.cfg.unfenced {
+		if md, err := l.msg.Metadata(); err == nil {
+			w.accountHandBack(w.newJob(l, md))
+		}
+	}
+	if err := l.msg.Nak(); err != nil {
 		w.log.Debug("hand back", "err", err)
 	}
 	w.stats.handedBack.Add(1)
 }
 
 // process handles one delivery on the fenced or unfenced path.
-func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
-	md, err := msg.Metadata()
+func (w *Worker) process(ctx context.Context, l *lease) {
+	md, err := l.msg.Metadata()
 	if err != nil {
-		w.log.Error("delivery without JetStream metadata; terminating it", "subject", msg.Subject(), "err", err)
-		_ = msg.Term()
+		l.stop()
+		w.log.Error("delivery without JetStream metadata; terminating it", "subject", l.msg.Subject(), "err", err)
+		_ = l.msg.Term()
 		return
 	}
 	if md.NumDelivered > 1 {
 		w.stats.redelivered.Add(1)
 		w.metrics.redeliveries.Inc()
 	}
-	j := w.newJob(msg, md)
+	j := w.newJob(l, md)
 	if w.cfg.unfenced {
 		w.processUnfenced(ctx, j)
 		return
@@ -215,8 +242,10 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	w.processFenced(ctx, j)
 }
 
-// run calls the handler with heartbeats going, and returns its error and the cause
-// of its context's end, if it ended.
+// run calls the handler, its delivery kept alive by its lease, and returns its error
+// and the cause of its context's end, if it ended. A fenced run's lease checks the
+// claim beside each progress report: a claim taken by another delivery cancels the
+// handler with ErrStale.
 func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -228,7 +257,10 @@ func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 	j.mu.Lock()
 	j.cancel = cancel
 	j.mu.Unlock()
-	stop := w.heartbeat(j, cancel)
+	if j.fenced {
+		j.lease.watch(func() { w.checkClaim(j, cancel) })
+		defer j.lease.watch(nil)
+	}
 	var claimTimer *time.Timer
 	if j.fenced && j.token() == 0 {
 		// A first attempt that outlives ClaimDelay writes its claim, so Status shows it
@@ -251,54 +283,22 @@ func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 	if claimTimer != nil {
 		claimTimer.Stop()
 	}
-	stop()
 	if hctx.Err() != nil {
 		cause = context.Cause(hctx)
 	}
 	return err, cause
 }
 
-// heartbeat reports progress on j every heartbeat interval until stop is called. A
-// fenced job's heartbeat first checks the claim: if another delivery has claimed the
-// job, it cancels the handler with ErrStale and stops, sending nothing. It runs on a
-// timer, not a goroutine of its own: most jobs finish before the first beat.
-func (w *Worker) heartbeat(j *Job, cancel context.CancelCauseFunc) (stop func()) {
-	// The claim check may take longer than a short heartbeat interval (a slow server,
-	// a claim written on the way): give it up to half of what is left of AckWait, so
-	// the InProgress after it still lands in time, and never less than the interval.
-	fenceTimeout := max(w.cfg.heartbeat, (w.cfg.ackWait-w.cfg.heartbeat)/2)
-	// mu guards stopped and t: the callback reads t to reschedule itself, and may run
-	// before AfterFunc has returned, so t is assigned with mu held.
-	var mu sync.Mutex
-	stopped := false
-	var t *time.Timer
-	mu.Lock()
-	defer mu.Unlock()
-	t = time.AfterFunc(w.cfg.heartbeat, func() {
-		if j.fenced {
-			ctx, c := context.WithTimeout(context.Background(), fenceTimeout)
-			err := j.Fence(ctx)
-			c()
-			if errors.Is(err, ErrStale) {
-				cancel(err)
-				return
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		if err := j.msg.InProgress(); err == nil {
-			w.stats.heartbeats.Add(1)
-			w.metrics.heartbeats.Inc()
-		}
-		t.Reset(w.cfg.heartbeat)
-	})
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		t.Stop()
+// checkClaim is a running fenced job's claim check: if another delivery has claimed
+// the job, the handler is cancelled with ErrStale and the delivery's progress reports
+// stop. The check may take longer than a short heartbeat interval (a slow server, a
+// claim being written): it gets up to half of what is left of AckWait after a
+// heartbeat, and never less than the interval.
+func (w *Worker) checkClaim(j *Job, cancel context.CancelCauseFunc) {
+	ctx, c := context.WithTimeout(context.Background(), max(w.cfg.heartbeat, (w.cfg.ackWait-w.cfg.heartbeat)/2))
+	defer c()
+	if err := j.Fence(ctx); errors.Is(err, ErrStale) {
+		j.lease.stop()
+		cancel(err)
 	}
 }

@@ -376,7 +376,7 @@ func (d *demo) startStaller(ctx context.Context, wg *sync.WaitGroup) error {
 			return normal(ctx, j)
 		}
 		defer close(d.stallDone)
-		j.FencingToken() // claim the job now, as a long job would have
+		_, _ = j.FencingToken(ctx) // claim the job now, as a long job would have
 		d.stallJob.Store(j.ID())
 		stall := 2*d.f.ackWait + d.f.ackWait/4
 		d.out.event("⏸", "w-stall freezes for %s while running %s (AckWait is %s)", stall, j.ID(), d.f.ackWait)
@@ -420,7 +420,7 @@ func (d *demo) startKiller(ctx context.Context, wg *sync.WaitGroup) error {
 			return errors.New("dead")
 		default:
 		}
-		j.FencingToken() // the claim is written: this run counts as attempt 1
+		_, _ = j.FencingToken(ctx) // the claim is written: this run counts as attempt 1
 		d.killed.Store(j.ID(), struct{}{})
 		once.Do(func() {
 			d.killJob.Store(j.ID())

@@ -200,9 +200,9 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 	start := time.Now()
 	// Write the claim now (not lazily): the command gets its fencing token, and a
 	// redelivery elsewhere fences this run out however short it is.
-	token := j.FencingToken()
-	if token == 0 {
-		return fmt.Errorf("job %s: lost before the command started: %w", j.ID(), context.Cause(ctx))
+	token, err := j.FencingToken(ctx)
+	if err != nil {
+		return fmt.Errorf("job %s: not started: %w", j.ID(), err)
 	}
 	unpin := pinThread() // until the command is waited for: see command
 	defer unpin()

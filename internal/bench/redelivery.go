@@ -160,7 +160,7 @@ func workqRedelivery(ctx context.Context, js jetstream.JetStream, ackWait time.D
 		if !first {
 			return nil
 		}
-		j.FencingToken() // the claim is written, as a job under way would have
+		_, _ = j.FencingToken(ctx) // the claim is written, as a job under way would have
 		if crash {
 			nc.Close()
 		} else {

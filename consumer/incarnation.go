@@ -1,0 +1,118 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/queue"
+)
+
+// The workers' consumer can be deleted and re-created under a running worker (an
+// operator, a server that lost its state). Delivery counts then restart at 1, so the
+// worker stamps every delivery with the incarnation of the consumer it was pulled
+// through and fences on (incarnation, delivery count): see claim.go. These methods
+// keep the worker's view of the incarnation and of its own health.
+
+// incarnation is the consumer incarnation the worker knows now.
+func (w *Worker) incarnation() queue.Incarnation { return *w.inc.Load() }
+
+// setIncarnation records the consumer's incarnation and reports whether it is a new
+// one: the consumer was re-created, and deliveries of the old one still buffered are
+// to be dropped (the new consumer delivers their jobs again).
+func (w *Worker) setIncarnation(inc queue.Incarnation) (changed bool) {
+	old := w.inc.Swap(&inc)
+	if old == nil || old.Epoch == inc.Epoch {
+		return false
+	}
+	w.log.Warn("the workers' consumer was re-created; deliveries pulled through the old one are dropped and come again",
+		"consumer", w.names.Consumer, "first_seq", inc.FirstSeq)
+	return true
+}
+
+// replaced reports whether l was pulled through a consumer that has since been
+// replaced; such a delivery is dropped: no ack, no nak (they would reach the new
+// consumer), no more progress reports.
+func (w *Worker) replaced(l *lease) bool {
+	if l.inc.Epoch >= w.incarnation().Epoch {
+		return false
+	}
+	l.stop()
+	w.stats.dropped.Add(1)
+	return true
+}
+
+// checkIncarnation reads the consumer's incarnation from the server, and re-creates
+// the consumer if it is gone. It reports whether the incarnation changed.
+func (w *Worker) checkIncarnation(ctx context.Context) (changed bool) {
+	cctx, cancel := context.WithTimeout(ctx, w.cfg.heartbeat)
+	defer cancel()
+	inc, err := queue.Refresh(cctx, w.objects, w.consumer)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return w.recover(ctx)
+	case err != nil:
+		w.log.Debug("reading the workers' consumer", "err", err)
+		return false
+	}
+	return w.setIncarnation(inc)
+}
+
+// recover re-creates or re-reads the workers' consumer after a failed pull. A consumer
+// that cannot be had (an incompatible one took its place, say) leaves the worker
+// unhealthy, with the reason logged as an error. It reports whether the incarnation
+// changed.
+func (w *Worker) recover(ctx context.Context) (changed bool) {
+	cctx, cancel := context.WithTimeout(ctx, w.cfg.ackWait)
+	defer cancel()
+	c, inc, err := w.ensureConsumer(cctx)
+	if err != nil {
+		if ctx.Err() == nil && !jsx.Transient(err) && cctx.Err() == nil {
+			w.unhealthy(err, true)
+		}
+		return false
+	}
+	w.consumer = c
+	return w.setIncarnation(inc)
+}
+
+// pullFailed records a failed pull.
+func (w *Worker) pullFailed(err error) {
+	w.unhealthy(fmt.Errorf("pulling jobs: %w", err), false)
+}
+
+// unhealthy records why the worker cannot pull. The first failure of a streak, and
+// every change of reason after it, is logged: a warning, or an error when the worker
+// cannot repair it by itself (serious).
+func (w *Worker) unhealthy(err error, serious bool) {
+	prev := w.health.Swap(&err)
+	if prev != nil && (*prev).Error() == err.Error() {
+		return
+	}
+	if serious {
+		w.log.Error("the worker cannot pull jobs; it keeps trying", "err", err)
+		return
+	}
+	w.log.Warn("pulling jobs failed; checking the workers' consumer and retrying", "err", err)
+}
+
+// pullsWork records a pull that succeeded.
+func (w *Worker) pullsWork() {
+	if prev := w.health.Swap(nil); prev != nil {
+		w.log.Info("pulling jobs again", "after", (*prev).Error())
+	}
+}
+
+// Health reports whether the worker can pull jobs: nil while its pulls succeed, else
+// why not (the workers' consumer was deleted and cannot be re-created, the server is
+// unreachable, …). A worker repairs what it can by itself and keeps trying; Health is
+// for health checks and alerts.
+func (w *Worker) Health() error {
+	if err := w.health.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
