@@ -37,7 +37,7 @@ func sizes() scale {
 			stalls: []float64{0.1, 0.45, 0.8}, serverKills: []float64{0.3, 0.65}, clusterJobs: 2000, leaderKills: []float64{0.25, 0.6}, budget: 8 * time.Minute}
 	}
 	return scale{name: "short", jobs: 800, workers: 3, conc: 3, sleep: "0.05", ackWait: 2 * time.Second, killEvery: 2 * time.Second,
-		stalls: []float64{0.15}, serverKills: []float64{0.45}, clusterJobs: 500, leaderKills: []float64{0.35}, budget: 3 * time.Minute}
+		stalls: []float64{0.15}, serverKills: []float64{0.45}, clusterJobs: 800, leaderKills: []float64{0.25, 0.6}, budget: 3 * time.Minute}
 }
 
 // payloadOf gives job i its behaviour (see jobScript).
@@ -312,7 +312,8 @@ func TestChaosCluster(t *testing.T) {
 			if r, ok := o.reconnectedSince(killedAt); ok && r.After(to) {
 				to = r
 			}
-			windows = append(windows, window{what: fmt.Sprintf("leader kill %d (%s)", kills, leader), from: killedAt, to: to})
+			windows = append(windows, window{what: fmt.Sprintf("leader kill %d (%s, leader of %s%s; new leader elected in %s)",
+				kills, leader, stream, also, elected.Sub(killedAt).Round(time.Millisecond)), from: killedAt, to: to})
 			t.Logf("%6.2fs %s restarted and every replica current", time.Since(chaosStart).Seconds(), leader)
 			continue
 		}

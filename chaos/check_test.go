@@ -270,8 +270,10 @@ func deadLetters(t *testing.T, js jetstream.JetStream, q string) map[string]int 
 	return out
 }
 
-// pausesAround measures, for each window, how long commits stopped: from the kill to
-// the first commit after it, and the gap between the last commit before and that one.
+// pausesAround measures, for each window, how long commits stopped: the longest gap
+// between consecutive commits that ends after the kill and starts before the window
+// closed (the cluster had its new leader and every replica back), and when the first
+// commit after that gap landed.
 func pausesAround(o *observer, windows []window) []string {
 	o.mu.Lock()
 	var commits []time.Time
@@ -284,13 +286,19 @@ func pausesAround(o *observer, windows []window) []string {
 	slices.SortFunc(commits, func(a, b time.Time) int { return a.Compare(b) })
 	var out []string
 	for _, w := range windows {
-		i, _ := slices.BinarySearchFunc(commits, w.from, func(a, b time.Time) int { return a.Compare(b) })
-		if i == 0 || i == len(commits) {
-			out = append(out, w.what+": no commits on both sides")
+		var gap time.Duration
+		var from, to time.Time
+		for i := 1; i < len(commits); i++ {
+			if commits[i].After(w.from) && commits[i-1].Before(w.to) && commits[i].Sub(commits[i-1]) > gap {
+				gap, from, to = commits[i].Sub(commits[i-1]), commits[i-1], commits[i]
+			}
+		}
+		if gap == 0 {
+			out = append(out, w.what+": no commits around it")
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: first commit %s after the kill; gap between commits %s",
-			w.what, commits[i].Sub(w.from).Round(time.Millisecond), commits[i].Sub(commits[i-1]).Round(time.Millisecond)))
+		out = append(out, fmt.Sprintf("%s: no commit for %s (from %s to %s after the kill)",
+			w.what, gap.Round(time.Millisecond), from.Sub(w.from).Round(time.Millisecond), to.Sub(w.from).Round(time.Millisecond)))
 	}
 	return out
 }
