@@ -99,7 +99,7 @@ func enqueue(ctx context.Context, p *producer.Producer, ids []string, payload ma
 func TestChaosSingleNode(t *testing.T) {
 	sc := sizes()
 	begin := time.Now()
-	dir := t.TempDir()
+	dir := workDir(t)
 	q := "chaos"
 	nodes := newNodes(t, dir, 1)
 	srv := nodes[0]
@@ -137,8 +137,8 @@ func TestChaosSingleNode(t *testing.T) {
 	// The rest trickles in while the chaos runs, through the server's crash: a producer
 	// retries what was not confirmed, with the same ids.
 	prodDone := make(chan error, 1)
+	pnc, pjs := connect(t, srv.url())
 	go func() {
-		pnc, pjs := connect(t, srv.url())
 		defer pnc.Close()
 		pp, err := producer.New(ctx, pjs, q)
 		if err != nil {
@@ -232,7 +232,7 @@ func TestChaosSingleNode(t *testing.T) {
 func TestChaosCluster(t *testing.T) {
 	sc := sizes()
 	begin := time.Now()
-	dir := t.TempDir()
+	dir := workDir(t)
 	q := "chaosr3"
 	nodes := newNodes(t, dir, 3)
 	for _, n := range nodes {
@@ -324,6 +324,23 @@ func TestChaosCluster(t *testing.T) {
 	f := check(t, q, nc, js, o, wp, confirmed, windows)
 	f.pauses = pausesAround(o, windows)
 	t.Logf("%s cluster run: %d leader kills; processing %s, total %s\n%s", sc.name, kills, processing.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), f)
+}
+
+// workDir is the run's directory: server stores and logs, workers' logs and run logs.
+// It is removed when the test passes and kept (and named) when it fails.
+func workDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "workq-"+t.Name()+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server stores, workq logs and run logs kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
 }
 
 // streamLeader waits until stream has a leader other than not and returns its name.
