@@ -327,14 +327,15 @@ func TestChaosCluster(t *testing.T) {
 }
 
 // workDir is the run's directory: server stores and logs, workers' logs and run logs.
-// It is removed when the test passes and kept (and named) when it fails.
+// It is removed when the test passes and kept (and named) when it fails, or always
+// with WORKQ_CHAOS_KEEP=1.
 func workDir(t *testing.T) string {
 	dir, err := os.MkdirTemp("", "workq-"+t.Name()+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("WORKQ_CHAOS_KEEP") == "1" {
 			t.Logf("server stores, workq logs and run logs kept in %s", dir)
 			return
 		}
@@ -348,7 +349,8 @@ func streamLeader(t *testing.T, js jetstream.JetStream, stream, not string) stri
 	t.Helper()
 	var leader string
 	waitUntil(t, 60*time.Second, "a leader for "+stream, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// A short timeout: the election's measured length is no coarser than this.
+		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
 		defer cancel()
 		s, err := js.Stream(ctx, stream)
 		if err != nil || s.CachedInfo().Cluster == nil {
