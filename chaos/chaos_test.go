@@ -220,6 +220,7 @@ func TestChaosSingleNode(t *testing.T) {
 	if stalled != nil {
 		_ = stalled.p.signal(syscall.SIGCONT)
 	}
+	waitJobsAcked(t, js, q, 10*sc.ackWait)
 	wp.stopAll(30 * time.Second)
 
 	f := check(t, q, nc, js, o, wp, confirmed, windows)
@@ -320,6 +321,7 @@ func TestChaosCluster(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	processing := time.Since(chaosStart)
+	waitJobsAcked(t, js, q, 10*sc.ackWait)
 	wp.stopAll(30 * time.Second)
 	f := check(t, q, nc, js, o, wp, confirmed, windows)
 	f.pauses = pausesAround(o, windows)
