@@ -1,0 +1,338 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// window is a stretch of time in which the observer may miss republished revisions:
+// from a server's SIGKILL until the observer hears the server (or the new leader) again.
+type window struct {
+	what     string
+	from, to time.Time
+}
+
+// figures are what a chaos run reports.
+type figures struct {
+	jobs, done, dead         int
+	revisions, readBack      int
+	unobserved               int // overwritten revisions written inside a kill window, never heard
+	reassigned               int // "job <id> was reassigned" lines: stale commits refused
+	runs, extraRuns, jobsRan int // command starts; beyond one per job (and the flaky jobs' planned retry)
+	maxAttempt               int
+	deadLetters              int
+	pauses                   []string
+}
+
+// expectedRuns is how many runs a job's payload needs without any chaos.
+func expectedRuns(payload string) int {
+	if payload == "flaky" {
+		return 2
+	}
+	return 1
+}
+
+// check verifies the invariants from the complete history of the job records:
+// every confirmed job is done or dead; at most one done write per job, on the job's
+// latest claim, with that run's output; every dead job in dead letters; the jobs
+// stream empty.
+func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *observer, wp *workerPool, jobs map[string]string, windows []window) figures {
+	t.Helper()
+	var f figures
+	f.jobs = len(jobs)
+	last := o.catchUp(js)
+
+	// 1. Completeness: every sequence of the records stream was heard, or is still in
+	// the stream (read back), or was written inside a kill window.
+	o.mu.Lock()
+	var missing []uint64
+	for s := uint64(1); s <= last; s++ {
+		if o.revs[s] == nil {
+			missing = append(missing, s)
+		}
+	}
+	o.mu.Unlock()
+	var lost []uint64
+	for _, s := range missing {
+		if r, ok := readBack(t, nc, o.stream, s); ok {
+			o.add(r)
+			f.readBack++
+		} else {
+			lost = append(lost, s)
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, c := range o.conflicts {
+		t.Errorf("VIOLATION (durability): %s", c)
+	}
+	for _, b := range o.bad {
+		t.Errorf("VIOLATION: %s", b)
+	}
+	f.revisions = len(o.revs)
+	unknownRev := map[string][]uint64{} // job → its revisions nobody saw
+	for _, s := range lost {
+		var lo, hi *revision
+		for p := s - 1; p >= 1 && lo == nil; p-- {
+			lo = o.revs[p]
+		}
+		for n := s + 1; n <= last && hi == nil; n++ {
+			hi = o.revs[n]
+		}
+		key := "?"
+		for _, r := range o.revs {
+			if r.prev == s {
+				key = r.key
+			}
+		}
+		explained := ""
+		for _, w := range windows {
+			if (lo == nil || !lo.at.After(w.to.Add(250*time.Millisecond))) && (hi == nil || !hi.at.Before(w.from.Add(-250*time.Millisecond))) {
+				explained = w.what
+			}
+		}
+		if explained == "" {
+			t.Errorf("INCOMPLETE HISTORY: records sequence %d (job %s) was overwritten without being heard, outside any kill window (between %v and %v)", s, key, lo, hi)
+			continue
+		}
+		f.unobserved++
+		unknownRev[key] = append(unknownRev[key], s)
+		t.Logf("records sequence %d (job %s) was overwritten unheard during %s", s, key, explained)
+	}
+
+	// 2. Each job's history.
+	byKey := map[string][]*revision{}
+	for _, r := range o.revs {
+		byKey[r.key] = append(byKey[r.key], r)
+	}
+	runsOf := map[string][]run{}
+	for _, r := range wp.runs() {
+		runsOf[r.job] = append(runsOf[r.job], r)
+		f.runs++
+	}
+	dead := deadLetters(t, js, q)
+	for _, ids := range dead {
+		f.deadLetters += ids
+	}
+	for key := range byKey {
+		if _, ok := jobs[key]; !ok {
+			t.Errorf("VIOLATION: a record for job %s, which was never enqueued: %s", key, history(byKey[key]))
+		}
+	}
+	for id, payload := range jobs {
+		revs := byKey[id]
+		slices.SortFunc(revs, func(a, b *revision) int { return int(a.seq) - int(b.seq) })
+		runs := runsOf[id]
+		desc := func() string {
+			s := "history: " + history(revs) + "; runs:"
+			for _, r := range runs {
+				s += fmt.Sprintf(" [attempt %d on %s, token %d]", r.attempt, r.worker, r.token)
+			}
+			if u := unknownRev[id]; len(u) > 0 {
+				s += fmt.Sprintf("; unheard revisions %v", u)
+			}
+			return s
+		}
+		if len(runs) > 0 {
+			f.jobsRan++
+			f.extraRuns += max(0, len(runs)-expectedRuns(payload))
+		}
+		tokens, attempts := map[uint64]bool{}, map[int]bool{}
+		for _, r := range runs {
+			if tokens[r.token] {
+				t.Errorf("VIOLATION: job %s: two runs with fencing token %d; %s", id, r.token, desc())
+			}
+			if attempts[r.attempt] {
+				t.Errorf("VIOLATION (attempt not counted): job %s: two runs as attempt %d; %s", id, r.attempt, desc())
+			}
+			tokens[r.token], attempts[r.attempt] = true, true
+			f.maxAttempt = max(f.maxAttempt, r.attempt)
+		}
+		if len(revs) == 0 {
+			t.Errorf("VIOLATION (lost job): job %s (%s) was confirmed but has no record; %s", id, payload, desc())
+			continue
+		}
+		final := revs[len(revs)-1]
+		var dones []*revision
+		for _, r := range revs {
+			if r.rec.State == "done" {
+				dones = append(dones, r)
+			}
+		}
+		if len(dones) > 1 {
+			t.Errorf("VIOLATION (committed twice): job %s has %d done writes; %s", id, len(dones), desc())
+		}
+		switch final.rec.State {
+		case "done":
+			f.done++
+			if len(dones) != 1 || dones[0] != final {
+				break // reported above
+			}
+			if payload == "poison" {
+				t.Errorf("VIOLATION: poison job %s was committed; %s", id, desc())
+			}
+			if len(revs) < 2 {
+				t.Errorf("VIOLATION: job %s was committed without a claim before it (workq work claims every run first); %s", id, desc())
+				break
+			}
+			claim := revs[len(revs)-2]
+			if final.prev != 0 && final.prev != claim.seq || claim.rec.State != "running" || len(unknownRev[id]) > 0 && slices.Max(unknownRev[id]) > claim.seq {
+				t.Errorf("VIOLATION (commit not on the latest claim): job %s: done at rev %d follows rev %d; %s", id, final.seq, final.prev, desc())
+				break
+			}
+			if claim.rec.Worker == nil || final.rec.Worker == nil || claim.rec.Worker.Name != final.rec.Worker.Name {
+				t.Errorf("VIOLATION: job %s committed by another worker than its claim's; %s", id, desc())
+			}
+			want := fmt.Sprintf("r %s %d\n", id, claim.seq)
+			if string(final.rec.Result) != want {
+				t.Errorf("VIOLATION (result of another run): job %s: committed result %q, want %q (the latest claim's run); %s", id, final.rec.Result, want, desc())
+			}
+			if !tokens[claim.seq] {
+				t.Errorf("VIOLATION: job %s committed on token %d, but no run with that token started; %s", id, claim.seq, desc())
+			}
+		case "dead":
+			f.dead++
+			if payload != "poison" {
+				t.Logf("job %s (%s) went to dead letters: %s", id, payload, final.rec.LastError)
+			}
+			if dead[id] != 1 {
+				t.Errorf("VIOLATION: dead job %s has %d dead letters, want 1; %s", id, dead[id], desc())
+			}
+		default:
+			t.Errorf("VIOLATION (lost job): job %s (%s) ended %s, not done or dead; %s", id, payload, final.rec.State, desc())
+		}
+	}
+	f.reassigned = wp.logLines("was reassigned")
+
+	// 3. Nothing is left in the jobs stream: the run waited for it with workers up
+	// (waitJobsAcked), and stopping them must not have put anything back.
+	if left := jobsLeft(t, js, q); left != 0 {
+		t.Errorf("VIOLATION: the jobs stream WORKQ_%s holds %d messages after the workers stopped", q, left)
+	}
+	return f
+}
+
+// waitJobsAcked waits, with the workers still running, until the jobs stream is empty.
+// A job whose record is done may still be there for a while: its worker was killed
+// between commit and ack, and the next worker it is redelivered to (after AckWait)
+// acks it without running it.
+func waitJobsAcked(t *testing.T, js jetstream.JetStream, q string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		left := jobsLeft(t, js, q)
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("VIOLATION: the jobs stream WORKQ_%s still holds %d messages %s after every job finished, with workers running", q, left, d)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func jobsLeft(t *testing.T, js jetstream.JetStream, q string) uint64 {
+	t.Helper()
+	var left uint64
+	waitUntil(t, 30*time.Second, "the jobs stream's info", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		s, err := js.Stream(ctx, "WORKQ_"+q)
+		if err != nil {
+			return false
+		}
+		left = s.CachedInfo().State.Msgs
+		return true
+	})
+	return left
+}
+
+func history(revs []*revision) string {
+	var s []string
+	for _, r := range revs {
+		s = append(s, r.String())
+	}
+	return "[" + strings.Join(s, "; ") + "]"
+}
+
+// deadLetters counts the dead letters of each job.
+func deadLetters(t *testing.T, js jetstream.JetStream, q string) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, "WORKQ_"+q+"_DEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := s.CachedInfo().State.Msgs
+	out := map[string]int{}
+	if n == 0 {
+		return out
+	}
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(0); i < n; i++ {
+		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatalf("read dead letter %d of %d: %v", i+1, n, err)
+		}
+		out[m.Headers().Get("Workq-Job-Id")]++
+	}
+	return out
+}
+
+// pausesAround measures, for each window, how long commits stopped: the longest gap
+// between consecutive commits that ends after the kill and starts before the window
+// closed (the cluster had its new leader and every replica back), and when the first
+// commit after that gap landed.
+func pausesAround(o *observer, windows []window) []string {
+	o.mu.Lock()
+	var commits []time.Time
+	for _, r := range o.revs {
+		if r.rec.State == "done" {
+			commits = append(commits, r.at)
+		}
+	}
+	o.mu.Unlock()
+	slices.SortFunc(commits, func(a, b time.Time) int { return a.Compare(b) })
+	var out []string
+	for _, w := range windows {
+		var gap time.Duration
+		var from, to time.Time
+		for i := 1; i < len(commits); i++ {
+			if commits[i].After(w.from) && commits[i-1].Before(w.to) && commits[i].Sub(commits[i-1]) > gap {
+				gap, from, to = commits[i].Sub(commits[i-1]), commits[i-1], commits[i]
+			}
+		}
+		if gap == 0 {
+			out = append(out, w.what+": no commits around it")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: no commit for %s (from %s to %s after the kill)",
+			w.what, gap.Round(time.Millisecond), from.Sub(w.from).Round(time.Millisecond), to.Sub(w.from).Round(time.Millisecond)))
+	}
+	return out
+}
+
+func (f figures) String() string {
+	s := fmt.Sprintf("jobs %d: done %d, dead %d (dead letters %d)\n", f.jobs, f.done, f.dead, f.deadLetters)
+	s += fmt.Sprintf("record revisions %d (heard live %d, read back %d, overwritten unheard in kill windows %d)\n", f.revisions+f.unobserved, f.revisions-f.readBack, f.readBack, f.unobserved)
+	s += fmt.Sprintf("stale commits refused (\"was reassigned\" in worker logs): %d\n", f.reassigned)
+	s += fmt.Sprintf("command runs %d for %d jobs: %d duplicate runs beyond the planned ones; highest attempt %d\n", f.runs, f.jobsRan, f.extraRuns, f.maxAttempt)
+	for _, p := range f.pauses {
+		s += "pause after " + p + "\n"
+	}
+	return s
+}
