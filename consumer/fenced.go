@@ -104,17 +104,15 @@ func (w *Worker) update(ctx context.Context, j *Job, change func(next *record.Re
 func (w *Worker) put(ctx context.Context, j *Job, next *record.Record, prev uint64) error {
 	wctx, cancel := w.writeContext(ctx)
 	defer cancel()
-	tries := 0
 	perTry := min(max(w.cfg.ackWait/4, 200*time.Millisecond), 5*time.Second)
 	return jsx.RetryEach(wctx, perTry, func(c context.Context) error {
-		tries++
 		var err error
 		if prev == 0 {
 			err = w.createOver(c, j, next)
 		} else {
 			err = w.records.Update(c, next, prev)
 		}
-		if tries > 1 && errors.Is(err, record.ErrConflict) {
+		if errors.Is(err, record.ErrConflict) && prev != 0 {
 			if cur, gerr := w.records.Get(c, j.id); gerr == nil && cur.Revision > prev && sameWrite(cur, next) {
 				next.Revision = cur.Revision
 				return nil

@@ -63,3 +63,39 @@ func TestCreateOverRecognisesOwnLandedClaim(t *testing.T) {
 		t.Fatalf("claim over another run's claim: %v; want a conflict", err)
 	}
 }
+
+// A claim (or outcome) written over an earlier record whose reply was lost: the
+// retry conflicts with the write that landed, which is the run's own. It is taken as
+// written, so the run neither counts a phantom attempt nor takes itself for reassigned.
+func TestPutRecognisesOwnLandedUpdate(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := testenv.Context(t, 20*time.Second)
+	w, err := New(ctx, env.JetStream(t), "ownupdate", HandlerFunc(func(context.Context, *Job) error { return nil }),
+		Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &Job{id: "job-1"}
+	failed := record.Record{ID: "job-1", Queue: "ownupdate", State: record.Retrying, Attempt: 1, Delivery: 1, Epoch: 5, Sequence: 3}
+	if err := w.records.Create(ctx, &failed); err != nil {
+		t.Fatal(err)
+	}
+	claim := record.Record{ID: "job-1", Queue: "ownupdate", State: record.Running, Attempt: 2, Delivery: 2, Epoch: 5, Sequence: 3,
+		Worker: &w.identity, StartedAt: time.Now()}
+	landed := claim
+	if err := w.records.Update(ctx, &landed, failed.Revision); err != nil {
+		t.Fatal(err)
+	}
+	again := claim
+	if err := w.put(ctx, j, &again, failed.Revision); err != nil {
+		t.Fatalf("claim written again over its own landed copy: %v; want it recognised", err)
+	}
+	if again.Revision != landed.Revision {
+		t.Fatalf("claim revision %d, want the landed one %d", again.Revision, landed.Revision)
+	}
+	other := claim // another worker's claim of the same delivery's job
+	other.Worker = &record.Worker{Name: "other", Host: "h", PID: 1}
+	if err := w.put(ctx, j, &other, failed.Revision); !errors.Is(err, record.ErrConflict) {
+		t.Fatalf("another run's claim over the landed one: %v, want a conflict", err)
+	}
+}
