@@ -120,9 +120,10 @@ func TestWorkServesMetrics(t *testing.T) {
 	if code, b := scrape(base + "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz while connected: %d %q, want 200", code, b)
 	}
-	if !strings.Contains(w.stderr(), "serving metrics") {
-		t.Errorf("the worker did not say where it serves metrics; stderr: %s", w.stderr())
-	}
+	// The line is logged once the listener is up, so a scrape can beat it: wait.
+	waitFor(t, 10*time.Second, "the worker to say where it serves metrics", func() bool {
+		return strings.Contains(w.stderr(), "serving metrics")
+	})
 
 	stopProcess(srv)
 	waitFor(t, 10*time.Second, "/healthz to report the lost connection", func() bool {
