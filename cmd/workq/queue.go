@@ -186,7 +186,7 @@ cannot see a worker whose handlers are all busy, so stopping the workers is on y
 				}
 				if q.Workers && q.Waiting > 0 {
 					if !force {
-						return fmt.Errorf("queue %s has workers pulling jobs (%d pull request(s) waiting): stop them first, they keep heartbeating for --ack-wait %s (or add --force)",
+						return fmt.Errorf("queue %s has workers pulling jobs (%d pull request(s) waiting), which keep heartbeating at the pace of --ack-wait %s until restarted: stop them first (or add --force)",
 							q.Name, q.Waiting, time.Duration(q.AckWait))
 					}
 					fmt.Fprintf(a.stderr, "workq: warning: queue %s has workers pulling jobs (%d pull request(s)); they keep heartbeating for --ack-wait %s until restarted\n",
