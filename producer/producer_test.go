@@ -733,22 +733,35 @@ func TestNewWaitsForUnreachableServer(t *testing.T) {
 		t.Errorf("error does not carry the context's end: %v", err)
 	}
 
-	restarted := make(chan error, 1)
+	// Started before the server is back, New waits for it: it has not returned
+	// while the server is down, and succeeds once it is up.
+	type result struct {
+		p   *producer.Producer
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
-		time.Sleep(500 * time.Millisecond) // the server comes up after the client
-		restarted <- env.Server.Restart()
+		p, err := producer.New(testenv.Context(t, 30*time.Second), js, "late")
+		done <- result{p, err}
 	}()
-	start = time.Now()
-	p, err = producer.New(testenv.Context(t, 10*time.Second), js, "late")
-	if rerr := <-restarted; rerr != nil {
-		t.Fatal(rerr)
+	select {
+	case r := <-done:
+		t.Fatalf("New returned with the server down: %v", r.err)
+	case <-time.After(500 * time.Millisecond): // it must still be waiting
 	}
-	if err != nil {
-		t.Fatalf("New once the server came up: %v (after %s)", err, time.Since(start))
+	if err := env.Server.Restart(); err != nil {
+		t.Fatal(err)
 	}
-	if took := time.Since(start); took < 400*time.Millisecond {
-		t.Fatalf("New returned after %s, before the server was up", took)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("New did not return after the server came back")
 	}
+	if r.err != nil {
+		t.Fatalf("New once the server came up: %v", r.err)
+	}
+	p = r.p
 	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("x"), producer.ID("after")); err != nil {
 		t.Fatal(err)
 	}

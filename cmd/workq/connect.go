@@ -80,6 +80,22 @@ func (a *app) connect(ctx context.Context, name string, longLived bool) (*conn, 
 	opts := []nats.Option{nats.Name("workq " + name), nats.Timeout(3 * time.Second)}
 	if longLived {
 		opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+		if log := a.connLog; log != nil {
+			opts = append(opts,
+				nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+					if nc.IsClosed() {
+						return // workq closed it: not a loss
+					}
+					args := []any{"server", f.server}
+					if err != nil {
+						args = append(args, "err", err)
+					}
+					log.Warn("lost the connection to NATS; reconnecting", args...)
+				}),
+				nats.ReconnectHandler(func(nc *nats.Conn) {
+					log.Info("reconnected to NATS", "server", nc.ConnectedUrlRedacted())
+				}))
+		}
 	}
 	// Keep the client library quiet: errors reach the user through workq's messages.
 	opts = append(opts, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
@@ -114,6 +130,7 @@ func (a *app) connect(ctx context.Context, name string, longLived bool) (*conn, 
 
 	deadline := time.Now().Add(f.wait)
 	var nc *nats.Conn
+	waitLogged := false
 	for {
 		var err error
 		nc, err = nats.Connect(f.server, opts...)
@@ -122,6 +139,11 @@ func (a *app) connect(ctx context.Context, name string, longLived bool) (*conn, 
 		}
 		if !retryableConnect(err) || !time.Now().Before(deadline) {
 			return nil, connectError(f.server, err, f.wait)
+		}
+		if !waitLogged && a.connLog != nil {
+			waitLogged = true
+			a.connLog.Info("NATS server not reachable yet; waiting for it", "server", f.server,
+				"wait", f.wait, "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -65,6 +65,12 @@ func startNATS(dir string, args ...string) (*exec.Cmd, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	return startNATSOn(port, args...)
+}
+
+// startNATSOn starts a nats-server process on port (a restart on the port of one
+// stopped) and waits until it accepts connections.
+func startNATSOn(port int, args ...string) (*exec.Cmd, string, error) {
 	args = append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(port)}, args...)
 	cmd := exec.Command(natsBin, args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
@@ -342,10 +348,15 @@ func getJob(t *testing.T, q, id string) jobRecord {
 
 // queueInfo is the part of `workq queue info --json` the tests read.
 type queueInfo struct {
-	Jobs    uint64 `json:"jobs"`
-	Pending uint64 `json:"pending"`
-	Running int    `json:"running"`
-	Dead    uint64 `json:"dead"`
+	Jobs            uint64 `json:"jobs"`
+	Pending         uint64 `json:"pending"`
+	AckPending      int    `json:"ack_pending"`
+	Running         int    `json:"running"`
+	Retrying        int    `json:"retrying"`
+	RetryingPartial bool   `json:"retrying_partial"`
+	Waiting         int    `json:"waiting"`
+	Dead            uint64 `json:"dead"`
+	AckWait         string `json:"ack_wait"`
 }
 
 func getQueue(t *testing.T, q string) queueInfo {

@@ -165,13 +165,18 @@ func TestDeadLettersListedAndRequeued(t *testing.T) {
 func TestStalledWorkerCommitRefused(t *testing.T) {
 	q := "stall"
 	dir := t.TempDir()
-	gate, finished := filepath.Join(dir, "gate"), filepath.Join(dir, "A-finished")
+	gate, started, finished := filepath.Join(dir, "gate"), filepath.Join(dir, "A-started"), filepath.Join(dir, "A-finished")
 	ok(t, "", "enqueue", q, "payload", "--id", "s1")
 	// A's command runs until the test opens the gate, so A is surely mid-job when it
 	// is frozen, and finishes only once B owns the job.
 	a := start(t, "work", q, "--ack-wait", "1s", "--name", "A", "--", "sh", "-c",
-		`cat >/dev/null; while [ ! -e "`+gate+`" ]; do sleep 0.05; done; echo A; touch "`+finished+`"`)
+		`touch "`+started+`"; cat >/dev/null; while [ ! -e "`+gate+`" ]; do sleep 0.05; done; echo A; touch "`+finished+`"`)
+	// The claim is written before the command starts: wait for both, or A could be
+	// frozen between the two and never start the command the test waits for below.
 	waitFor(t, 10*time.Second, "A running s1", func() bool {
+		if _, err := os.Stat(started); err != nil {
+			return false
+		}
 		r := getJob(t, q, "s1")
 		return r.State == "running" && r.Worker != nil && r.Worker.Name == "A"
 	})

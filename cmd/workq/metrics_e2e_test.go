@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -73,25 +74,42 @@ func TestWorkServesMetrics(t *testing.T) {
 	w := start(t, "work", q, "-s", url, "--metrics-addr", ":"+strconv.Itoa(port), "--",
 		"sh", "-c", `[ "$(cat)" = perm ] && exit 100; exit 0`)
 
-	var body string
-	waitFor(t, 20*time.Second, "both jobs counted on /metrics", func() bool {
-		code, b := scrape(base + "/metrics")
-		body = b
-		committed, _ := sample(b, "workq_jobs_processed_total", "queue", q, "kind", "mail", "outcome", "committed")
-		dead, _ := sample(b, "workq_jobs_processed_total", "queue", q, "kind", "mail", "outcome", "dead")
-		return code == http.StatusOK && committed == 1 && dead == 1
-	})
-	for _, want := range []struct {
+	// The worker's own counters move as jobs finish, but the queue gauges come from
+	// the queue collector, which caches a read of the server for 5s: a scrape before
+	// the dead letter existed keeps serving dead_letters 0 until the cache expires.
+	// So wait for one scrape in which every asserted value holds, not for the first
+	// one that counts the jobs.
+	want := []struct {
 		name  string
 		value float64
 	}{
 		{"workq_jobs_in_flight", 0},
 		{"workq_queue_up", 1},
 		{"workq_queue_dead_letters", 1},
-	} {
-		if v, found := sample(body, want.name, "queue", q); !found || v != want.value {
-			t.Errorf("%s{queue=%q} = %v (found %v), want %v", want.name, q, v, found, want.value)
+	}
+	var body string
+	var code int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body = scrape(base + "/metrics")
+		var missing []string
+		committed, _ := sample(body, "workq_jobs_processed_total", "queue", q, "kind", "mail", "outcome", "committed")
+		dead, _ := sample(body, "workq_jobs_processed_total", "queue", q, "kind", "mail", "outcome", "dead")
+		if code != http.StatusOK || committed != 1 || dead != 1 {
+			missing = append(missing, fmt.Sprintf("status %d, committed %v, dead %v (want 200, 1, 1)", code, committed, dead))
 		}
+		for _, m := range want {
+			if v, found := sample(body, m.name, "queue", q); !found || v != m.value {
+				missing = append(missing, fmt.Sprintf("%s{queue=%q} = %v (found %v), want %v", m.name, q, v, found, m.value))
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s, /metrics still has %s; stderr: %s\nlast scrape:\n%s", strings.Join(missing, "; "), w.stderr(), body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if _, found := sample(body, "workq_job_handler_duration_seconds_count", "queue", q, "kind", "mail"); !found {
 		t.Error("no handler duration histogram for kind mail")
@@ -102,9 +120,10 @@ func TestWorkServesMetrics(t *testing.T) {
 	if code, b := scrape(base + "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz while connected: %d %q, want 200", code, b)
 	}
-	if !strings.Contains(w.stderr(), "serving metrics") {
-		t.Errorf("the worker did not say where it serves metrics; stderr: %s", w.stderr())
-	}
+	// The line is logged once the listener is up, so a scrape can beat it: wait.
+	waitFor(t, 10*time.Second, "the worker to say where it serves metrics", func() bool {
+		return strings.Contains(w.stderr(), "serving metrics")
+	})
 
 	stopProcess(srv)
 	waitFor(t, 10*time.Second, "/healthz to report the lost connection", func() bool {

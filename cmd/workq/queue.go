@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,7 +21,15 @@ func (a *app) queueCommand() *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List the queues on the server",
-		Args:    exactArgs(0, "no arguments"),
+		Long: `List the queues on the server with their jobs: PENDING not yet delivered to a
+worker; RUNNING delivered and not acknowledged (running, or held in a worker's
+pull buffer); RETRYING failed and waiting out a retry backoff.
+
+RUNNING and RETRYING are both jobs the workers' consumer counts as delivered and
+not acknowledged. To tell them apart workq reads each such job and its record
+(two requests per job, up to ` + fmt.Sprint(admin.RetryingScanLimit) + ` per queue; beyond that RETRYING is a
+lower bound, shown with "≥").`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withConn(cmd.Context(), "queue ls", func(ctx context.Context, c *conn) error {
 				qs, err := admin.ListQueues(ctx, c.js)
@@ -36,9 +46,9 @@ func (a *app) queueCommand() *cobra.Command {
 					fmt.Fprintln(a.stdout, "no queues")
 					return nil
 				}
-				t := newTable(a.stdout, "QUEUE", "JOBS", "PENDING", "RUNNING", "REDELIVERED", "DEAD", "ACK WAIT", "OLDEST")
+				t := newTable(a.stdout, "QUEUE", "JOBS", "PENDING", "RUNNING", "RETRYING", "REDELIVERED", "DEAD", "ACK WAIT", "OLDEST")
 				for _, q := range qs {
-					t.row(q.Name, q.Jobs, q.Pending, q.Running, q.Redelivered, q.Dead, ackWait(q), ago(q.FirstJob))
+					t.row(q.Name, q.Jobs, q.Pending, q.Running, retrying(q), q.Redelivered, q.Dead, ackWait(q), ago(q.FirstJob))
 				}
 				return t.flush()
 			})
@@ -67,6 +77,7 @@ func (a *app) queueCommand() *cobra.Command {
 				t.row("jobs (queued, running, retrying)", q.Jobs)
 				t.row("pending (not yet delivered)", q.Pending)
 				t.row("running (delivered, not acked)", q.Running)
+				t.row("retrying (waiting out a backoff)", retrying(*q))
 				t.row("redelivered", q.Redelivered)
 				t.row("dead letters", q.Dead)
 				t.row("job records", q.Records)
@@ -127,7 +138,71 @@ func (a *app) queueCommand() *cobra.Command {
 	}
 	rm.Flags().BoolVarP(&rmYes, "yes", "y", false, "confirm")
 
-	cmd.AddCommand(ls, info, purge, rm)
+	cmd.AddCommand(ls, info, purge, rm, a.queueSetCommand())
+	return cmd
+}
+
+// retrying is a queue's retrying count, marked as a lower bound when partial.
+func retrying(q admin.QueueInfo) string {
+	if q.RetryingPartial {
+		return fmt.Sprintf("≥%d", q.Retrying)
+	}
+	return fmt.Sprint(q.Retrying)
+}
+
+func (a *app) queueSetCommand() *cobra.Command {
+	var (
+		ackWait time.Duration
+		force   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "set <queue> --ack-wait d",
+		Short: "Change a queue's settings in place (the workers' ack wait)",
+		Long: `Change the workers' AckWait of a queue without deleting it: the workers'
+consumer is updated in place and keeps its delivery state (jobs waiting, running
+or retrying stay as they are).
+
+Stop the queue's workers first, then start them with the new --ack-wait. Workers
+check the AckWait when they start: one started with the old value is refused
+with an error naming both. Running workers keep heartbeating at the pace of the
+old value (a third of it): with a shorter new AckWait their running jobs would
+time out and move to other workers while they run. So set refuses while workers
+are pulling jobs (pull requests waiting on the consumer), unless --force; it
+cannot see a worker whose handlers are all busy, so stopping the workers is on you.`,
+		Example:           `  workq queue set emails --ack-wait 1m`,
+		Args:              exactArgs(1, "<queue>"),
+		ValidArgsFunction: a.completeQueues,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("ack-wait") {
+				return usageError{errors.New("queue set: nothing to set (--ack-wait)")}
+			}
+			if ackWait < 100*time.Millisecond {
+				return usageError{fmt.Errorf("--ack-wait %s: want at least 100ms", ackWait)}
+			}
+			return a.withConn(cmd.Context(), "queue set", func(ctx context.Context, c *conn) error {
+				q, err := admin.Info(ctx, c.js, args[0])
+				if err != nil {
+					return err
+				}
+				if q.Workers && q.Waiting > 0 {
+					if !force {
+						return fmt.Errorf("queue %s has workers pulling jobs (%d pull request(s) waiting), which keep heartbeating at the pace of --ack-wait %s until restarted: stop them first (or add --force)",
+							q.Name, q.Waiting, time.Duration(q.AckWait))
+					}
+					fmt.Fprintf(a.stderr, "workq: warning: queue %s has workers pulling jobs (%d pull request(s)); they keep heartbeating for --ack-wait %s until restarted\n",
+						q.Name, q.Waiting, time.Duration(q.AckWait))
+				}
+				old, err := admin.SetAckWait(ctx, c.js, args[0], ackWait)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "queue %s: ack wait %s (was %s); start its workers with --ack-wait %s\n", q.Name, ackWait, old, ackWait)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&ackWait, "ack-wait", 0, "the workers' AckWait: how long a job may go without a heartbeat before it moves to another worker")
+	cmd.Flags().BoolVar(&force, "force", false, "set even while workers are pulling jobs")
 	return cmd
 }
 

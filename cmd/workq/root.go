@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -41,6 +42,9 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	conn           connFlags
+	// connLog, when set, is told about connection events of long-lived
+	// connections: waiting for the server at start, lost, regained.
+	connLog *slog.Logger
 }
 
 // run runs the CLI with args and returns the process's exit status. Errors are one

@@ -37,6 +37,8 @@ type workFlags struct {
 	permanentExit int
 	killGrace     time.Duration
 	maxResult     int
+	prefetch      int
+	prefetchSet   bool // --prefetch given: only then is consumer.Prefetch passed
 	name          string
 	verbose       bool
 	metricsAddr   string
@@ -69,7 +71,17 @@ and the job went to another worker) gets its commit refused, logged as
 "job <id> was reassigned".
 
 SIGINT or SIGTERM drains: no new jobs are taken, running commands may finish for
---drain-timeout, the rest are handed back. A second signal exits at once.`,
+--drain-timeout, the rest are handed back; workq logs that it is draining. A
+second signal exits at once.
+
+--max-result is bounded by the server's max_payload: a result is stored base64 in
+the job record, a JSON document that must fit one message, so the largest result
+is about (max_payload - 4 KiB) * 3/4 (783360 bytes with the default 1 MiB); more
+is a usage error.
+
+workq logs when it loses its connection to NATS and when it regains it (jobs
+keep running meanwhile; their commits wait for the connection), and, with
+--wait, once when the server is not reachable yet at start.`,
 		Example: `  workq work emails -- ./send-email.sh
   workq work thumbs --concurrency 4 --timeout 1m -- sh -c 'convert - -thumbnail 64x64 png:-'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -77,6 +89,7 @@ SIGINT or SIGTERM drains: no new jobs are taken, running commands may finish for
 			if err != nil {
 				return err
 			}
+			f.prefetchSet = cmd.Flags().Changed("prefetch")
 			return a.work(cmd.Context(), before[0], argv, f)
 		},
 	}
@@ -90,7 +103,8 @@ SIGINT or SIGTERM drains: no new jobs are taken, running commands may finish for
 	fl.DurationVar(&f.backoffMax, "backoff-max", 5*time.Minute, "longest retry delay")
 	fl.IntVar(&f.permanentExit, "permanent-exit", permanentExitDefault, "exit status meaning permanent failure (dead letter, no retry)")
 	fl.DurationVar(&f.killGrace, "kill-grace", 5*time.Second, "after SIGTERM to a killed command's group, wait this long before SIGKILL")
-	fl.IntVar(&f.maxResult, "max-result", 512<<10, "largest stdout stored as the job's result, in bytes; more fails the job for good")
+	fl.IntVar(&f.maxResult, "max-result", 512<<10, "largest stdout stored as the job's result, in bytes; more fails the job for good (at most about (server max_payload - 4 KiB) * 3/4)")
+	fl.IntVar(&f.prefetch, "prefetch", 0, "jobs pulled ahead of free handlers (default adaptive; 0: none beyond the running ones)")
 	fl.StringVar(&f.name, "name", "", "worker name in job records and logs (default host-pid)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every job's outcome")
 	addMetricsFlag(fl, &f.metricsAddr)
@@ -109,6 +123,10 @@ func (a *app) work(ctx context.Context, q string, argv []string, f workFlags) er
 		return usageError{errors.New("durations must be ≥ 0, and --backoff-max ≥ --backoff")}
 	case f.permanentExit < 1 || f.permanentExit > 255:
 		return usageError{fmt.Errorf("--permanent-exit %d: want 1 to 255", f.permanentExit)}
+	case f.maxResult < 0:
+		return usageError{fmt.Errorf("--max-result %d: want ≥ 0", f.maxResult)}
+	case f.prefetchSet && f.prefetch < 0:
+		return usageError{fmt.Errorf("--prefetch %d: want ≥ 0", f.prefetch)}
 	}
 	metricsAddr, err := metricsListenAddr(f.metricsAddr)
 	if err != nil {
@@ -120,11 +138,16 @@ func (a *app) work(ctx context.Context, q string, argv []string, f workFlags) er
 	level := slog.LevelInfo
 	log := slog.New(slog.NewTextHandler(&lineWriter{w: a.stderr}, &slog.HandlerOptions{Level: level}))
 
+	a.connLog = log
 	c, err := a.connect(ctx, "work "+q, true)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if most := maxResultFor(c.nc.MaxPayload()); int64(f.maxResult) > most {
+		return usageError{fmt.Errorf("--max-result %d: the server's max_payload is %d bytes, so a job record holds a result of at most %d bytes (base64 in a JSON record, with 4 KiB for its other fields)",
+			f.maxResult, c.nc.MaxPayload(), most)}
+	}
 
 	r := &commandRunner{argv: argv, queue: q, flags: f, stderr: a.stderr, log: log}
 	opts := []consumer.Option{
@@ -145,6 +168,9 @@ func (a *app) work(ctx context.Context, q string, argv []string, f workFlags) er
 	if f.name != "" {
 		opts = append(opts, consumer.Name(f.name))
 	}
+	if f.prefetchSet {
+		opts = append(opts, consumer.Prefetch(f.prefetch))
+	}
 	var reg *prometheus.Registry
 	if metricsAddr != "" {
 		reg = newRegistry()
@@ -158,8 +184,8 @@ func (a *app) work(ctx context.Context, q string, argv []string, f workFlags) er
 			ictx, cancel := a.opCtx(ctx)
 			defer cancel()
 			if qi, ierr := admin.Info(ictx, c.js, q); ierr == nil && qi.Workers && time.Duration(qi.AckWait) != f.ackWait {
-				return fmt.Errorf("queue %s: its workers use --ack-wait %s, this worker asked for %s; every worker of a queue must use the same ack wait",
-					q, qi.AckWait, f.ackWait)
+				return fmt.Errorf("queue %s: its workers use --ack-wait %s, this worker asked for %s; every worker of a queue must use the same ack wait (to change it, stop the workers and run 'workq queue set %s --ack-wait %s')",
+					q, qi.AckWait, f.ackWait, q, f.ackWait)
 			}
 			return fmt.Errorf("queue %s: the workers' consumer has other settings: %v", q, strip(err))
 		}
@@ -175,7 +201,17 @@ func (a *app) work(ctx context.Context, q string, argv []string, f workFlags) er
 		log.Info("serving metrics", "url", "http://"+ms.addr+"/metrics", "health", "http://"+ms.addr+"/healthz")
 	}
 	log.Info("worker started", "queue", q, "worker", w.Name(), "server", c.url, "concurrency", f.concurrency, "ack_wait", f.ackWait)
+	ran := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done(): // the first SIGINT/SIGTERM
+			log.Info("draining: taking no new jobs; running commands may finish, signal again to exit now",
+				"drain_timeout", f.drainTimeout)
+		case <-ran:
+		}
+	}()
 	runErr := w.Run(ctx)
+	close(ran)
 	s := w.Stats()
 	log.Info("worker stopped", "committed", s.Committed, "retried", s.Retried, "dead", s.Dead,
 		"reassigned", s.Reassigned, "handed_back", s.HandedBack, "errors", s.Errors)
@@ -183,6 +219,17 @@ func (a *app) work(ctx context.Context, q string, argv []string, f workFlags) er
 		return runErr
 	}
 	return nil
+}
+
+// recordRoom is what a job record needs besides its result: ids, worker, times
+// and the last error (this command's errors carry at most the last 200 characters
+// of the command's stderr).
+const recordRoom = 4 << 10
+
+// maxResultFor is the largest result a job record holds on a server whose
+// max_payload is maxPayload: the record is JSON with the result in base64.
+func maxResultFor(maxPayload int64) int64 {
+	return max(0, (maxPayload-recordRoom)*3/4)
 }
 
 // commandRunner is the consumer.Handler that runs the command for each job.

@@ -23,24 +23,27 @@ var ErrNoQueue = errors.New("no such queue")
 
 // QueueInfo is a queue's state as the server reports it.
 type QueueInfo struct {
-	Name        string    `json:"name"`
-	Stream      string    `json:"stream"`
-	Jobs        uint64    `json:"jobs"`        // messages in the jobs stream: queued, running or retrying
-	Bytes       uint64    `json:"bytes"`       // their size
-	Pending     uint64    `json:"pending"`     // not yet delivered to a worker (0 without a consumer: see Jobs)
-	Running     int       `json:"running"`     // delivered and not yet acknowledged
-	Redelivered int       `json:"redelivered"` // of those, delivered more than once
-	Waiting     int       `json:"waiting"`     // pull requests from workers waiting for jobs
-	Dead        uint64    `json:"dead"`        // dead letters
-	Records     uint64    `json:"records"`     // job records in the bucket (live and markers)
-	Workers     bool      `json:"workers"`     // the workers' consumer exists
-	AckWait     Duration  `json:"ack_wait"`    // the workers' AckWait, 0 without a consumer
-	Duplicates  Duration  `json:"duplicates"`  // the dedup window for job ids
-	RecordTTL   Duration  `json:"record_ttl"`  // how long job records live
-	Replicas    int       `json:"replicas"`
-	Storage     string    `json:"storage"`
-	Created     time.Time `json:"created"`
-	FirstJob    time.Time `json:"first_job,omitzero"` // when the oldest job was stored
+	Name            string    `json:"name"`
+	Stream          string    `json:"stream"`
+	Jobs            uint64    `json:"jobs"`                       // messages in the jobs stream: queued, running or retrying
+	Bytes           uint64    `json:"bytes"`                      // their size
+	Pending         uint64    `json:"pending"`                    // not yet delivered to a worker (0 without a consumer: see Jobs)
+	AckPending      int       `json:"ack_pending"`                // delivered and not yet acknowledged: Running + Retrying
+	Running         int       `json:"running"`                    // of those, not waiting out a retry: running, or held in a worker's pull buffer
+	Retrying        int       `json:"retrying"`                   // of those, waiting out a retry backoff (record state retrying)
+	RetryingPartial bool      `json:"retrying_partial,omitempty"` // more than RetryingScanLimit were delivered: Retrying counts among the first ones only
+	Redelivered     int       `json:"redelivered"`                // delivered and not acknowledged, and delivered more than once
+	Waiting         int       `json:"waiting"`                    // pull requests from workers waiting for jobs
+	Dead            uint64    `json:"dead"`                       // dead letters
+	Records         uint64    `json:"records"`                    // job records in the bucket (live and markers)
+	Workers         bool      `json:"workers"`                    // the workers' consumer exists
+	AckWait         Duration  `json:"ack_wait"`                   // the workers' AckWait, 0 without a consumer
+	Duplicates      Duration  `json:"duplicates"`                 // the dedup window for job ids
+	RecordTTL       Duration  `json:"record_ttl"`                 // how long job records live
+	Replicas        int       `json:"replicas"`
+	Storage         string    `json:"storage"`
+	Created         time.Time `json:"created"`
+	FirstJob        time.Time `json:"first_job,omitzero"` // when the oldest job was stored
 }
 
 // Names checks name and returns the queue's object names.
@@ -137,6 +140,7 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 	if si.State.Msgs > 0 {
 		qi.FirstJob = si.State.FirstTime
 	}
+	var delivered uint64 // the consumer's last delivered stream sequence
 	err = jsx.Retry(ctx, func(ctx context.Context) error {
 		c, err := s.Consumer(ctx, n.Consumer)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -147,11 +151,20 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 		}
 		ci := c.CachedInfo()
 		qi.Workers, qi.AckWait = true, Duration(ci.Config.AckWait)
-		qi.Pending, qi.Running, qi.Redelivered, qi.Waiting = ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting
+		qi.Pending, qi.AckPending, qi.Redelivered, qi.Waiting = ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting
+		qi.Running, delivered = ci.NumAckPending, ci.Delivered.Stream
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: consumer %s: %w", n.Queue, n.Consumer, err)
+	}
+	if qi.AckPending > 0 {
+		qi.Retrying, qi.RetryingPartial, err = countRetrying(ctx, js, s, n, si.State.FirstSeq, delivered)
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: count retrying jobs: %w", n.Queue, err)
+		}
+		qi.Retrying = min(qi.Retrying, qi.AckPending) // jobs acknowledged meanwhile
+		qi.Running = qi.AckPending - qi.Retrying
 	}
 	err = jsx.Retry(ctx, func(ctx context.Context) error {
 		d, err := js.Stream(ctx, n.DeadStream)
@@ -226,4 +239,45 @@ func Remove(ctx context.Context, js jetstream.JetStream, name string) error {
 		}
 	}
 	return nil
+}
+
+// ErrNoWorkers means the queue has no workers' consumer yet: no worker has run.
+var ErrNoWorkers = errors.New("no workers' consumer")
+
+// SetAckWait changes the AckWait of the queue's workers' consumer in place: the
+// consumer keeps its delivery state (jobs delivered and not acknowledged stay
+// so, and time out after the new AckWait from their next heartbeat). It returns
+// the AckWait it replaced. Workers check the AckWait when they start: running ones
+// keep heartbeating at the pace of the old one, and a worker started later with
+// the old value is refused.
+func SetAckWait(ctx context.Context, js jetstream.JetStream, name string, d time.Duration) (time.Duration, error) {
+	n, err := queue.NamesFor(name)
+	if err != nil {
+		return 0, err
+	}
+	s, err := jobsStream(ctx, js, n)
+	if err != nil {
+		return 0, err
+	}
+	var old time.Duration
+	err = jsx.Retry(ctx, func(ctx context.Context) error {
+		c, err := s.Consumer(ctx, n.Consumer)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("queue %s has %w (no worker has run yet; the first one sets the ack wait)", n.Queue, ErrNoWorkers)
+		}
+		if err != nil {
+			return err
+		}
+		cfg := c.CachedInfo().Config
+		old, cfg.AckWait = cfg.AckWait, d
+		_, err = s.UpdateConsumer(ctx, cfg)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrNoWorkers) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("queue %s: set ack wait of consumer %s: %w", n.Queue, n.Consumer, err)
+	}
+	return old, nil
 }

@@ -4,6 +4,7 @@ package queue
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/workq/workq/internal/jsx"
@@ -74,4 +75,17 @@ func CheckID(id string) error {
 		}
 	}
 	return nil
+}
+
+// JobID is a job message's id: its Nats-Msg-Id, else the subject's suffix after
+// workq.<queue>.jobs., else "seq-<stream sequence>" for a plain publish without one.
+// (The consumer derives the same id; it is here for readers outside it.)
+func (n Names) JobID(subject, msgID string, seq uint64) string {
+	if msgID != "" && CheckID(msgID) == nil {
+		return msgID
+	}
+	if id, ok := strings.CutPrefix(subject, n.JobsPrefix); ok && CheckID(id) == nil {
+		return id
+	}
+	return "seq-" + strconv.FormatUint(seq, 10)
 }
