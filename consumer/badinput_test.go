@@ -311,22 +311,35 @@ func TestBadInputNewWaitsForUnreachableServer(t *testing.T) {
 		t.Errorf("error does not carry the context's end: %v", err)
 	}
 
-	restarted := make(chan error, 1)
+	// Started before the server is back, New waits for it: it has not returned
+	// while the server is down, and succeeds once it is up.
+	type result struct {
+		w   *consumer.Worker
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
-		time.Sleep(500 * time.Millisecond) // the server comes up after the worker
-		restarted <- env.Server.Restart()
+		w, err := consumer.New(testenv.Context(t, 30*time.Second), js, "late", qaNop, consumer.Logger(quiet))
+		done <- result{w, err}
 	}()
-	start = time.Now()
-	w, err = consumer.New(testenv.Context(t, 10*time.Second), js, "late", qaNop, consumer.Logger(quiet))
-	if rerr := <-restarted; rerr != nil {
-		t.Fatal(rerr)
+	select {
+	case r := <-done:
+		t.Fatalf("New returned with the server down: %v", r.err)
+	case <-time.After(500 * time.Millisecond): // it must still be waiting
 	}
-	if err != nil {
-		t.Fatalf("New once the server came up: %v (after %s)", err, time.Since(start))
+	if err := env.Server.Restart(); err != nil {
+		t.Fatal(err)
 	}
-	if took := time.Since(start); took < 400*time.Millisecond {
-		t.Fatalf("New returned after %s, before the server was up", took)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("New did not return after the server came back")
 	}
+	if r.err != nil {
+		t.Fatalf("New once the server came up: %v", r.err)
+	}
+	w = r.w
 	// And it works.
 	p := newProducer(t, js, "late")
 	runWorker(t, w)

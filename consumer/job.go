@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,25 +40,13 @@ func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 	msg := l.msg
 	h := msg.Headers()
 	j := &Job{w: w, msg: msg, lease: l, md: md, kind: h.Get(queue.HeaderKind), maxAttempts: w.cfg.maxAttempts, fenced: !w.cfg.unfenced}
-	j.id = jobID(w.names, msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
+	j.id = w.names.JobID(msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
 	j.metrics = w.metrics.kinds.Get(j.kind)
 	if n, err := strconv.Atoi(h.Get(queue.HeaderMaxAttempts)); err == nil && n > 0 {
 		j.maxAttempts = n
 	}
 	j.attempt = int(md.NumDelivered) // fenced claims replace it with the record's count
 	return j
-}
-
-// jobID is the job's id: its Nats-Msg-Id, else the subject's suffix after
-// workq.<queue>.jobs., else "seq-<stream sequence>" for a plain publish without one.
-func jobID(n queue.Names, subject, msgID string, seq uint64) string {
-	if msgID != "" && queue.CheckID(msgID) == nil {
-		return msgID
-	}
-	if id, ok := strings.CutPrefix(subject, n.JobsPrefix); ok && queue.CheckID(id) == nil {
-		return id
-	}
-	return "seq-" + strconv.FormatUint(seq, 10)
 }
 
 // ID is the job id.

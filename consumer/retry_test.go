@@ -101,6 +101,7 @@ func TestExhaustedJobIsDeadLettered(t *testing.T) {
 	if r := status(t, p, "e1"); r.State != producer.StateDead || r.Attempt != 3 {
 		t.Fatalf("record %+v", r)
 	}
+	testenv.Eventually(t, 5*time.Second, "the worker to count the dead letter", func() bool { return w.Stats().Dead == 1 })
 	if s := w.Stats(); s.Dead != 1 || s.Retried != 2 || s.Started != 3 {
 		t.Fatalf("stats %+v", s)
 	}

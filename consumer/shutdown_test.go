@@ -170,7 +170,7 @@ func TestShutdownWithJobsInFlightLosesNoneCommitsNoneTwice(t *testing.T) {
 	if s1.Started != s1.Committed || s1.Retried != 0 || s1.Errors != 0 || s1.Reassigned != 0 {
 		t.Fatalf("w1 did not finish its in-flight jobs cleanly: %+v", s1)
 	}
-	if took > 2*time.Second {
+	if took > 5*time.Second { // far below the default 30s drain timeout, with room for a loaded machine
 		t.Errorf("w1 took %s to stop with ≤200ms jobs in flight", took)
 	}
 	if c := qaCommitted(w1, w2); c >= n {
@@ -250,7 +250,7 @@ func TestShutdownDrainTimeoutHandsJobBack(t *testing.T) {
 	if wait := e.at.Sub(cancelled); wait < 250*time.Millisecond {
 		t.Fatalf("handler context ended %s after cancel, before the 300ms drain timeout", wait)
 	}
-	if took > 2*time.Second {
+	if took > 5*time.Second { // pulls expire within 1s; room for a loaded machine
 		t.Fatalf("Run returned %s after cancel with DrainTimeout(300ms)", took)
 	}
 	if e.cause == nil || !strings.Contains(e.cause.Error(), "drain") {

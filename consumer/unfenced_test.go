@@ -202,7 +202,7 @@ func TestUnfencedShutdownHandsRunningJobBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if took < 250*time.Millisecond || took > 2*time.Second {
+	if took < 250*time.Millisecond || took > 5*time.Second { // pulls expire within 1s; room for a loaded machine
 		t.Errorf("Run returned %s after cancel with DrainTimeout(300ms)", took)
 	}
 	if cause := <-ended; cause == nil || !strings.Contains(cause.Error(), "drain") {
