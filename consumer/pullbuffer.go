@@ -65,6 +65,7 @@ type puller struct {
 	jobSize   atomic.Int64  // average job message size, bytes; 0 until measured
 	fetches   sync.WaitGroup
 	handing   sync.WaitGroup // hand-backs under way while stopping
+	lastPull  chan struct{}  // closed when the latest pull has moved all it got into the buffer
 	failed    chan error     // a fetch that failed: the consumer may need re-creating
 	healthy   atomic.Bool    // a fetch ended well since the last look: reset the backoff
 	stopping  atomic.Bool
@@ -275,8 +276,17 @@ func (p *puller) pull(n int, expiry, idle time.Duration) error {
 	p.requested.Add(int64(n))
 	p.open.Add(1)
 	p.fetches.Add(1)
+	// Deliveries enter the buffer in the order the server sent them: a pull's first
+	// one waits until the pull before it has moved all of its own. The server serves
+	// pulls in order, so the earlier pull has ended by then, or is about to.
+	prev, moved := p.lastPull, make(chan struct{})
+	p.lastPull = moved
 	go func() {
 		defer p.fetches.Done()
+		defer close(moved)
+		if prev != nil {
+			<-prev
+		}
 		got := 0
 		for msg := range batch.Messages() {
 			got++
