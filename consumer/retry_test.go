@@ -189,3 +189,32 @@ func TestPanicIsRecovered(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 }
+
+// Exponential doubles its delay from base with every attempt until limit, and picks
+// each delay at random in the upper half of that attempt's delay: within [d/2, d],
+// spread over it. A constant or linear backoff fails this.
+func TestExponentialDoublesWithJitter(t *testing.T) {
+	t.Parallel()
+	const base, limit = 100 * time.Millisecond, 5 * time.Second
+	f := consumer.Exponential(base, limit)
+	nominal := base
+	for attempt := 1; attempt <= 12; attempt++ {
+		lo, hi := nominal/2, nominal
+		var smallest, largest time.Duration = hi + 1, -1
+		for range 500 {
+			d := f(attempt)
+			if d < lo || d > hi {
+				t.Fatalf("Exponential(%s, %s)(%d) = %s, want %s to %s", base, limit, attempt, d, lo, hi)
+			}
+			smallest, largest = min(smallest, d), max(largest, d)
+		}
+		// 500 draws in [d/2, d] all in one quarter of it: a chance of 2^-499.
+		if spread := hi - lo; largest-smallest < spread/2 {
+			t.Errorf("attempt %d: delays %s to %s, want spread over %s to %s (jitter)", attempt, smallest, largest, lo, hi)
+		}
+		nominal = min(2*nominal, limit) // 100ms, 200ms, … 3.2s, then 5s
+	}
+	if nominal != limit {
+		t.Fatalf("the test did not reach the limit: %s", nominal)
+	}
+}

@@ -97,20 +97,9 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 	if j.MaxAttempts > 0 {
 		h.Set(queue.HeaderMaxAttempts, strconv.Itoa(j.MaxAttempts))
 	}
-	if max := p.js.Conn().MaxPayload(); int64(len(j.Payload)+headerSize(h)) > max {
-		return nil, fmt.Errorf("producer: job %s: %w: %d bytes of payload and %d of headers, the server takes %d",
-			j.ID, ErrPayloadTooLarge, len(j.Payload), headerSize(h), max)
+	if size, max := queue.MsgSize(h, j.Payload), p.js.Conn().MaxPayload(); int64(size+DeadLetterReserve) > max {
+		return nil, fmt.Errorf("producer: job %s: %w: %d bytes of payload and %d of headers; the server takes %d, less %d kept for the job's dead letter",
+			j.ID, ErrPayloadTooLarge, len(j.Payload), size-len(j.Payload), max, DeadLetterReserve)
 	}
 	return &nats.Msg{Subject: p.names.JobSubject(j.ID), Data: j.Payload, Header: h}, nil
-}
-
-// headerSize is the size of h on the wire ("NATS/1.0\r\n", "Key: value\r\n"…, "\r\n").
-func headerSize(h nats.Header) int {
-	n := len("NATS/1.0\r\n\r\n")
-	for k, vs := range h {
-		for _, v := range vs {
-			n += len(k) + len(": ") + len(v) + len("\r\n")
-		}
-	}
-	return n
 }

@@ -19,13 +19,23 @@ var (
 	ErrInvalidName = jsx.ErrInvalidName
 	// ErrIncompatible: the queue exists with a configuration workq cannot use.
 	ErrIncompatible = queue.ErrIncompatible
-	// ErrPayloadTooLarge: the job does not fit in the server's max payload.
+	// ErrPayloadTooLarge: the job's payload and headers do not fit in the server's max
+	// payload less DeadLetterReserve.
 	ErrPayloadTooLarge = errors.New("job too large for the server's max payload")
 	// ErrNotFound: no job with that id is queued or recorded.
 	ErrNotFound = errors.New("job not found")
 	// ErrBatch: some jobs of a batch failed; each Result says which and why.
 	ErrBatch = errors.New("some jobs of the batch failed")
 )
+
+// DeadLetterReserve is how many bytes of the server's max payload (nc.MaxPayload(),
+// which counts headers too) a job leaves free: a job's payload and headers may take
+// at most max payload − DeadLetterReserve bytes. The room is for the headers its dead
+// letter adds (job id, queue, attempts, the error's first KiB, where it came from,
+// when it died), so that a job that fails for good always reaches dead letters
+// instead of being redelivered forever. Enqueue refuses a larger job with
+// ErrPayloadTooLarge.
+const DeadLetterReserve = queue.DeadLetterReserve
 
 // Producer enqueues jobs onto one queue. It is safe for concurrent use.
 type Producer struct {

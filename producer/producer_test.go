@@ -332,26 +332,28 @@ func TestEnqueuePayloadTooLarge(t *testing.T) {
 	if max <= 0 {
 		t.Fatalf("MaxPayload = %d", max)
 	}
-	for _, size := range []int64{max + 1, max, max - 10} {
+	for _, size := range []int64{max + 1, max, max - 10, max - producer.DeadLetterReserve} {
 		info, err := p.Enqueue(ctx, make([]byte, size), producer.ID(fmt.Sprintf("big-%d", size)))
 		if !errors.Is(err, producer.ErrPayloadTooLarge) {
 			t.Errorf("payload of %d bytes (max %d): %+v, %v; want ErrPayloadTooLarge", size, max, info, err)
 		}
 	}
-	res, err := p.EnqueueBatch(ctx, []producer.Job{{ID: "b1", Payload: make([]byte, max+1)}, {ID: "b2", Payload: []byte("ok")}})
+	res, err := p.EnqueueBatch(ctx, []producer.Job{{ID: "b1", Payload: make([]byte, max-producer.DeadLetterReserve)}, {ID: "b2", Payload: []byte("ok")}})
 	if !errors.Is(err, producer.ErrBatch) || !errors.Is(res[0].Err, producer.ErrPayloadTooLarge) || res[1].Err != nil {
 		t.Errorf("batch with a too large job: %v; results %+v", err, res)
 	}
 	if n := streamMsgs(t, js, "WORKQ_big"); n != 1 {
 		t.Fatalf("stream holds %d messages, want 1 (only the small batch job)", n)
 	}
-	// The largest payload that fits with workq's headers is stored.
+	// The largest payload that fits with workq's headers and the dead-letter reserve
+	// is stored; one byte more is refused.
 	id := "fits"
 	hdr := len("NATS/1.0\r\n\r\n") + len("Nats-Msg-Id: "+id+"\r\n")
-	if _, err := p.Enqueue(ctx, make([]byte, max-int64(hdr)), producer.ID(id)); err != nil {
-		t.Fatalf("payload of max-headers = %d bytes: %v", max-int64(hdr), err)
+	limit := max - producer.DeadLetterReserve - int64(hdr)
+	if _, err := p.Enqueue(ctx, make([]byte, limit), producer.ID(id)); err != nil {
+		t.Fatalf("payload of max-reserve-headers = %d bytes: %v", limit, err)
 	}
-	if _, err := p.Enqueue(ctx, make([]byte, max-int64(hdr)+1), producer.ID(id+"2")); !errors.Is(err, producer.ErrPayloadTooLarge) {
+	if _, err := p.Enqueue(ctx, make([]byte, limit+1), producer.ID(id+"2")); !errors.Is(err, producer.ErrPayloadTooLarge) {
 		t.Fatalf("payload one byte over: %v", err)
 	}
 }

@@ -1,5 +1,13 @@
 package queue
 
+import (
+	"net/textproto"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/workq/workq/internal/jsx"
+)
+
 // Headers workq sets on a job message. Every one is optional: a plain publish to the
 // jobs subject is a valid job.
 const (
@@ -22,3 +30,78 @@ const (
 	HeaderDeadQueue    = "Workq-Queue"
 	HeaderDeadAt       = "Workq-Dead-At"
 )
+
+// Headers a dead letter carries when it had to be shrunk to fit the server's max
+// payload (a job from a client that did not keep DeadLetterReserve free).
+const (
+	// HeaderPayloadTruncated: the payload was cut; the value is its original size.
+	HeaderPayloadTruncated = "Workq-Payload-Truncated"
+	// HeaderHeadersDropped: some of the job's own headers were left out; the value
+	// is their names, comma-separated.
+	HeaderHeadersDropped = "Workq-Headers-Dropped"
+)
+
+// Bounds of what a dead letter adds to its job's message (consumer/deadletter.go).
+const (
+	// MaxDeadError bounds the Workq-Error header: the error's first line, at most
+	// this many bytes.
+	MaxDeadError = 1024
+	// maxSubject bounds the Workq-Original-Subject value of a workq job:
+	// "workq." + queue + ".jobs." + id.
+	maxSubject = len("workq.") + jsx.MaxNameLen + len(".jobs.") + MaxIDLen
+	// maxUint64Len is the longest decimal uint64 (and int64 with its sign).
+	maxUint64Len = 20
+	// maxTimeLen is the longest UTC time in RFC 3339 with nanoseconds.
+	maxTimeLen = len("2006-01-02T15:04:05.999999999Z")
+)
+
+// DeadLetterReserve is the room a job leaves free under the server's max payload
+// (which counts headers and payload) so that its dead letter always fits: a dead
+// letter is the job's payload and headers plus the lines below, each at its
+// largest. A producer refuses a job that does not leave it, so that a job it
+// accepted can always be dead-lettered instead of being redelivered forever; a
+// worker shrinks the dead letter of a job that did not leave it (published by
+// another client).
+//
+// The lines: "Key: value\r\n" for the dead letter's message id (dead:<id>:<seq>),
+// Workq-Job-Id, Workq-Queue, Workq-Attempts, Workq-Error (MaxDeadError bytes),
+// Workq-Original-Subject, Workq-Original-Sequence and Workq-Dead-At, and the header
+// block's own framing in case the job had no headers. 2021 bytes, rounded up.
+const DeadLetterReserve = 2048
+
+// deadLetterLines is the exact sum DeadLetterReserve rounds up; a test keeps them
+// in step.
+const deadLetterLines = len("NATS/1.0\r\n\r\n") +
+	len(HeaderID+": dead:") + MaxIDLen + len(":") + maxUint64Len + len("\r\n") +
+	len(HeaderDeadID+": ") + MaxIDLen + len("\r\n") +
+	len(HeaderDeadQueue+": ") + jsx.MaxNameLen + len("\r\n") +
+	len(HeaderDeadAttempts+": ") + maxUint64Len + len("\r\n") +
+	len(HeaderDeadError+": ") + MaxDeadError + len("\r\n") +
+	len(HeaderDeadSubject+": ") + maxSubject + len("\r\n") +
+	len(HeaderDeadSequence+": ") + maxUint64Len + len("\r\n") +
+	len(HeaderDeadAt+": ") + maxTimeLen + len("\r\n")
+
+// HeaderSize is the size of h as nats.go sends it and the server counts it against
+// max_payload: nothing for no headers, else "NATS/1.0\r\n", a "Key: value\r\n"
+// line per value (values trimmed of surrounding blanks) and a closing "\r\n".
+func HeaderSize(h nats.Header) int {
+	if len(h) == 0 {
+		return 0
+	}
+	n := len("NATS/1.0\r\n\r\n")
+	for k, vs := range h {
+		for _, v := range vs {
+			n += HeaderLineSize(k, v)
+		}
+	}
+	return n
+}
+
+// HeaderLineSize is the size of one "Key: value\r\n" line.
+func HeaderLineSize(key, value string) int {
+	return len(key) + len(": ") + len(textproto.TrimString(value)) + len("\r\n")
+}
+
+// MsgSize is the size of a message with headers h and payload data as the server
+// counts it against max_payload.
+func MsgSize(h nats.Header, data []byte) int { return HeaderSize(h) + len(data) }

@@ -1,0 +1,138 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/queue"
+)
+
+// A job record is written as one message, which must fit the server's max payload
+// (headers included): a record that cannot be written makes its job loop. The
+// result and last_error are the only fields a handler controls, so both are bounded:
+// last_error by maxRecordError, the result by maxResultSize, and every other field
+// fits in recordFieldsRoom.
+
+// maxRecordError bounds a record's last_error, counted as JSON-encoded bytes (quotes
+// excluded): 8 KiB holds an error chain and the top of a panic's stack. recordError
+// cuts longer texts.
+const maxRecordError = 8 << 10
+
+// The room a record keeps for its fields other than result and last_error, each at
+// its largest, JSON-encoded.
+const (
+	// recordKeysRoom: the keys, quotes, colons, commas and braces of every field
+	// (about 200 bytes), result and last_error included.
+	recordKeysRoom = 256
+	// recordNamesRoom: id, queue and state.
+	recordNamesRoom = queue.MaxIDLen + jsx.MaxNameLen + len("retrying")
+	// recordNumbersRoom: attempt, max_attempts, delivery, sequence and the worker's pid.
+	recordNumbersRoom = 5 * len("-9223372036854775808")
+	// recordTimesRoom: enqueued_at, started_at, finished_at and retry_at.
+	recordTimesRoom = 4 * len("2006-01-02T15:04:05.999999999-07:00")
+	// recordKindRoom: the kind. Kinds are short names; a longer one (any client may
+	// set Workq-Kind) takes its excess from the result's room.
+	recordKindRoom = 1024
+	// recordWorkerRoom: the worker's name and host. The same holds for a longer name.
+	recordWorkerRoom = 1024
+	// recordWriteRoom: the headers of the KV write ("NATS/1.0", the expected last
+	// sequence of a compare-and-set, a per-key TTL): about 100 bytes.
+	recordWriteRoom = 256
+	// recordFieldsRoom is their sum: 3 KiB.
+	recordFieldsRoom = recordKeysRoom + recordNamesRoom + recordNumbersRoom + recordTimesRoom +
+		recordKindRoom + recordWorkerRoom + recordWriteRoom
+)
+
+// maxResultSize is the largest result (Job.SetResult) a job record can hold on a
+// connection whose server takes maxPayload bytes per message: the room left by the
+// other fields and a last_error of maxRecordError bytes, times 3/4 for base64 (4
+// bytes of JSON per 3 of result). 0 if nothing fits. 777 984 bytes (about 760 KiB) at the default
+// max payload of 1 MiB.
+func maxResultSize(maxPayload int64) int {
+	room := maxPayload - int64(recordFieldsRoom+maxRecordError)
+	if room <= 0 {
+		return 0
+	}
+	return int(room/4) * 3
+}
+
+// maxResult is maxResultSize for this worker's connection.
+func (w *Worker) maxResult() int { return maxResultSize(w.js.Conn().MaxPayload()) }
+
+// checkResult returns a permanent error if j's result cannot be stored in its record,
+// nil otherwise. A job whose result does not fit must not be committed (its record
+// could not be written, and the job would run again and again): it goes to dead
+// letters at once.
+func (w *Worker) checkResult(j *Job) error {
+	if limit := w.maxResult(); len(j.result) > limit {
+		return resultTooLarge(len(j.result), limit)
+	}
+	return nil
+}
+
+// errResultTooLarge is the cause of resultTooLarge's errors.
+var errResultTooLarge = errors.New("result too large")
+
+type resultTooLargeError struct{ n, limit int }
+
+func (e resultTooLargeError) Error() string {
+	return fmt.Sprintf("result too large (%d bytes, limit %d)", e.n, e.limit)
+}
+
+func (e resultTooLargeError) Is(target error) bool { return target == errResultTooLarge }
+
+// resultTooLarge is the permanent error of a handler that set a result of n bytes
+// where the record holds at most limit: "result too large (n bytes, limit limit)".
+func resultTooLarge(n, limit int) error { return Permanent(resultTooLargeError{n, limit}) }
+
+// recordError bounds an error text for a job record's last_error, so that a huge
+// error or a panic's stack cannot make the record unwritable: a text whose JSON
+// encoding takes more than maxRecordError bytes keeps its beginning (the error and
+// the top of a stack), cut between characters, followed by a marker saying how many
+// bytes were cut: "… [N bytes cut]".
+func recordError(s string) string {
+	if jsonStringLen(s) <= maxRecordError {
+		return s
+	}
+	// The marker's count is at most len(s): reserve room for that many digits.
+	budget := maxRecordError - jsonStringLen(fmt.Sprintf("… [%d bytes cut]", len(s)))
+	n, i := 0, 0
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		w := jsonRuneLen(r, size)
+		if n+w > budget {
+			break
+		}
+		n += w
+		i += size
+	}
+	return s[:i] + fmt.Sprintf("… [%d bytes cut]", len(s)-i)
+}
+
+// jsonStringLen is the length of s encoded by encoding/json, without its quotes.
+func jsonStringLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		n += jsonRuneLen(r, size)
+		i += size
+	}
+	return n
+}
+
+// jsonRuneLen is the length of one decoded rune of a string encoded by encoding/json,
+// which escapes quotes and backslashes, control characters, <, > and & (HTML-safe),
+// U+2028 and U+2029, and replaces invalid bytes with \ufffd.
+func jsonRuneLen(r rune, size int) int {
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return len(`\ufffd`)
+	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t' || r == '\b' || r == '\f':
+		return 2
+	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029':
+		return len(`\u00XX`)
+	}
+	return size
+}
