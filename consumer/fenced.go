@@ -161,8 +161,14 @@ func (w *Worker) createOver(ctx context.Context, j *Job, next *record.Record) er
 	return w.records.Update(ctx, next, old.Revision)
 }
 
-// commit writes the job done with its result, fenced on the claim, then acks.
+// commit writes the job done with its result, fenced on the claim, then acks. A
+// result too large for the record fails the job for good instead: it could never be
+// committed, and the job would run again and again.
 func (w *Worker) commit(ctx context.Context, j *Job) {
+	if err := w.checkResult(j); err != nil {
+		w.fail(ctx, j, err)
+		return
+	}
 	err := w.update(ctx, j, func(next *record.Record) {
 		next.State, next.Result, next.FinishedAt, next.RetryAt = record.Done, j.result, time.Now(), time.Time{}
 	})
@@ -210,7 +216,7 @@ func (w *Worker) fail(ctx context.Context, j *Job, herr error) {
 		delay = w.cfg.backoff(j.attempt)
 	}
 	err := w.update(ctx, j, func(next *record.Record) {
-		next.State, next.LastError, next.RetryAt = record.Retrying, herr.Error(), time.Now().Add(delay)
+		next.State, next.LastError, next.RetryAt = record.Retrying, recordError(herr.Error()), time.Now().Add(delay)
 	})
 	if err != nil {
 		w.outcomeFailed(j, "record retry", err)

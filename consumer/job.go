@@ -41,6 +41,9 @@ func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 	h := msg.Headers()
 	j := &Job{w: w, msg: msg, lease: l, md: md, kind: h.Get(queue.HeaderKind), maxAttempts: w.cfg.maxAttempts, fenced: !w.cfg.unfenced}
 	j.id = w.names.JobID(msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
+	if len(j.kind) > queue.MaxKindLen {
+		j.kind = j.kind[:queue.MaxKindLen] // such a job is dead-lettered before it runs
+	}
 	j.metrics = w.metrics.kinds.Get(j.kind)
 	if n, err := strconv.Atoi(h.Get(queue.HeaderMaxAttempts)); err == nil && n > 0 {
 		j.maxAttempts = n

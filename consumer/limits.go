@@ -32,9 +32,9 @@ const (
 	recordNumbersRoom = 5 * len("-9223372036854775808")
 	// recordTimesRoom: enqueued_at, started_at, finished_at and retry_at.
 	recordTimesRoom = 4 * len("2006-01-02T15:04:05.999999999-07:00")
-	// recordKindRoom: the kind. Kinds are short names; a longer one (any client may
-	// set Workq-Kind) takes its excess from the result's room.
-	recordKindRoom = 1024
+	// recordKindRoom: the kind, at most queue.MaxKindLen bytes (a job with a longer
+	// one is dead-lettered before it runs).
+	recordKindRoom = queue.MaxKindLen
 	// recordWorkerRoom: the worker's name and host. The same holds for a longer name.
 	recordWorkerRoom = 1024
 	// recordWriteRoom: the headers of the KV write ("NATS/1.0", the expected last

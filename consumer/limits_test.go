@@ -112,7 +112,6 @@ func TestTooLargeResultIsDeadLettered(t *testing.T) {
 	// Today the commit's record write fails and the job is redelivered until its
 	// attempts run out. The commit path must check the result first (consumer's
 	// checkResult) and fail the run permanently.
-	t.Skip("wired by the lead")
 	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)

@@ -192,9 +192,11 @@ func ClaimDelay(d time.Duration) Option {
 	}
 }
 
-// Timeout bounds one run of a handler; its context ends then and the run counts as
-// failed. Default none: heartbeats keep long jobs alive, and handlers should watch
-// their context.
+// Timeout bounds one run of a handler: its context ends then, with a cause naming the
+// timeout. A handler that returns the context's error fails the run, which is retried
+// like any failure (then dead-lettered at MaxAttempts); one that ignores its context
+// and returns nil is committed. Default none: heartbeats keep long jobs alive, and
+// handlers should watch their context.
 func Timeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

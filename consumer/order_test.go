@@ -17,11 +17,6 @@ import (
 // in batches and one by one. (Retries, several workers or Concurrency > 1 do not
 // keep this order; the README says so.)
 func TestFirstDeliveriesRunInEnqueueOrder(t *testing.T) {
-	// It fails today: the worker keeps up to two pulls open (fetcher.go, maxFetches),
-	// the server spreads deliveries over them, and each pull's goroutine moves its
-	// deliveries into the buffer on its own, so they interleave out of order. With
-	// one pull at a time it passes. To be removed with the fetcher's fix.
-	t.Skip("wired by the lead: first deliveries reach the buffer out of order from overlapping pulls")
 	t.Parallel()
 	for _, c := range []struct {
 		name string

@@ -24,13 +24,16 @@ import (
 // The buffer also holds at most about maxBufferedBytes of payload at the average job
 // size seen, so that a queue of large jobs does not fill a worker's memory.
 //
-// The worker pulls with Fetch requests of its own, at most maxFetches at a time, each
-// asking for what the buffer lacks once a quarter of it is missing, so that the
-// messages in the buffer are always ones the worker has seen and can keep alive.
+// The worker pulls with Fetch requests of its own, each asking for what the buffer
+// lacks once a quarter of it is missing, so that the messages in the buffer are always
+// ones the worker has seen and can keep alive. One pull is open at a time
+// (maxFetches): the server shares the messages it has among open pulls in turn, so
+// with two, deliveries would enter the buffer out of order, and one worker at
+// Concurrency 1 would not run jobs in the order they were enqueued.
 const (
 	maxAutoPrefetch  = 512
 	maxBufferedBytes = 32 << 20
-	maxFetches       = 2
+	maxFetches       = 1
 )
 
 // bufferedWork is how much work the adaptive buffer holds: a tenth of AckWait, at
@@ -65,7 +68,6 @@ type puller struct {
 	jobSize   atomic.Int64  // average job message size, bytes; 0 until measured
 	fetches   sync.WaitGroup
 	handing   sync.WaitGroup // hand-backs under way while stopping
-	lastPull  chan struct{}  // closed when the latest pull has moved all it got into the buffer
 	failed    chan error     // a fetch that failed: the consumer may need re-creating
 	healthy   atomic.Bool    // a fetch ended well since the last look: reset the backoff
 	stopping  atomic.Bool
@@ -276,17 +278,8 @@ func (p *puller) pull(n int, expiry, idle time.Duration) error {
 	p.requested.Add(int64(n))
 	p.open.Add(1)
 	p.fetches.Add(1)
-	// Deliveries enter the buffer in the order the server sent them: a pull's first
-	// one waits until the pull before it has moved all of its own. The server serves
-	// pulls in order, so the earlier pull has ended by then, or is about to.
-	prev, moved := p.lastPull, make(chan struct{})
-	p.lastPull = moved
 	go func() {
 		defer p.fetches.Done()
-		defer close(moved)
-		if prev != nil {
-			<-prev
-		}
 		got := 0
 		for msg := range batch.Messages() {
 			got++

@@ -56,7 +56,7 @@ func (w *Worker) putRecord(ctx context.Context, j *Job, s record.State, herr err
 		Epoch: j.lease.inc.Epoch, Worker: &w.identity, EnqueuedAt: j.md.Timestamp,
 	}
 	if herr != nil {
-		r.LastError = herr.Error()
+		r.LastError = recordError(herr.Error())
 	}
 	if s.Terminal() {
 		r.FinishedAt = now

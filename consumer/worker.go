@@ -235,11 +235,28 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 		w.metrics.redeliveries.Inc()
 	}
 	j := w.newJob(l, md)
+	if n := len(l.msg.Headers().Get(queue.HeaderKind)); n > queue.MaxKindLen {
+		// Any client may set the kind; one this long could not be kept in the record.
+		w.reject(ctx, j, fmt.Errorf("%w: kind of %d bytes, longer than %d", ErrMalformed, n, queue.MaxKindLen))
+		return
+	}
 	if w.cfg.unfenced {
 		w.processUnfenced(ctx, j)
 		return
 	}
 	w.processFenced(ctx, j)
+}
+
+// reject dead-letters a job that cannot be run, without running it.
+func (w *Worker) reject(ctx context.Context, j *Job, reason error) {
+	reason = Permanent(reason)
+	if w.cfg.unfenced {
+		w.putRecord(ctx, j, record.Dead, reason, 0)
+		w.deadLetter(ctx, j, reason, false)
+		return
+	}
+	j.claim = w.fresh(j, 0)
+	w.deadLetter(ctx, j, reason, true)
 }
 
 // run calls the handler, its delivery kept alive by its lease, and returns its error

@@ -83,6 +83,9 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 	} else if err := queue.CheckID(j.ID); err != nil {
 		return nil, fmt.Errorf("producer: queue %s: %w", p.names.Queue, err)
 	}
+	if len(j.Kind) > queue.MaxKindLen {
+		return nil, fmt.Errorf("producer: job %s: %w: kind of %d bytes, longer than %d", j.ID, ErrInvalidName, len(j.Kind), queue.MaxKindLen)
+	}
 	if j.MaxAttempts < 0 {
 		return nil, fmt.Errorf("producer: job %s: max attempts %d: want ≥ 1 (or 0 for the worker's limit)", j.ID, j.MaxAttempts)
 	}

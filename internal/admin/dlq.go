@@ -241,6 +241,11 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 			return Requeued{}, fmt.Errorf("queue %s: dead letter #%d has no usable job id (%q)", n.Queue, d.Sequence, d.JobID)
 		}
 	}
+	if size := nats.Header(d.Header).Get(queue.HeaderPayloadTruncated); size != "" {
+		// Requeued, it would run on the part of its payload that fitted.
+		return Requeued{}, fmt.Errorf("queue %s: dead letter #%d (job %s) kept only part of its payload (%s bytes originally); it cannot be requeued as it was",
+			n.Queue, d.Sequence, id, size)
+	}
 	h := nats.Header{}
 	for k, v := range d.Header {
 		if strings.HasPrefix(k, "Workq-") && isDeadHeader(k) || k == queue.HeaderID {
@@ -276,7 +281,8 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 func isDeadHeader(k string) bool {
 	switch k {
 	case queue.HeaderDeadID, queue.HeaderDeadAttempts, queue.HeaderDeadError, queue.HeaderDeadSubject,
-		queue.HeaderDeadSequence, queue.HeaderDeadQueue, queue.HeaderDeadAt:
+		queue.HeaderDeadSequence, queue.HeaderDeadQueue, queue.HeaderDeadAt,
+		queue.HeaderPayloadTruncated, queue.HeaderHeadersDropped:
 		return true
 	}
 	return false

@@ -20,6 +20,11 @@ const (
 	HeaderMaxAttempts = "Workq-Max-Attempts"
 )
 
+// MaxKindLen bounds a job's kind. Kinds are short routing names; the job record keeps
+// the kind and budgets this much room for it, so that a kind set by any client cannot
+// make the record too large to write.
+const MaxKindLen = 1024
+
 // Headers on a dead letter, besides the original job's headers.
 const (
 	HeaderDeadID       = "Workq-Job-Id"
