@@ -1,7 +1,7 @@
 // Package chaos is workq's real-process chaos suite. Its tests carry the build tag
 // "chaos", so the ordinary test run skips them:
 //
-//	go test -tags chaos -count=1 -v ./chaos                     # short: about 2 minutes
+//	go test -tags chaos -count=1 -v ./chaos                     # short: about 1 minute
 //	WORKQ_CHAOS=full go test -tags chaos -count=1 -v -timeout 30m ./chaos  # full: about 2½ minutes
 //
 // A failed run keeps its directory (server stores and logs, each worker's workq log and

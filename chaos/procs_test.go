@@ -7,12 +7,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/workq/workq/internal/testbin"
 )
 
 // The binaries under test, built by TestMain from this module and its go.mod deps.
@@ -38,14 +39,9 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	workqBin = filepath.Join(dir, "workq")
-	natsBin = filepath.Join(dir, "nats-server")
-	for _, b := range [][]string{{workqBin, "github.com/workq/workq/cmd/workq"}, {natsBin, "github.com/nats-io/nats-server/v2"}} {
-		out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)
-			return 1
-		}
+	if workqBin, natsBin, err = testbin.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	code := m.Run()
 	killAll() // in case a test failed before its cleanups ran

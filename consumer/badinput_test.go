@@ -296,50 +296,13 @@ func TestBadInputNewWaitsForUnreachableServer(t *testing.T) {
 	env := testenv.Start(t)
 	env.Stop()
 	js := env.JetStream(t) // connects once the server is back
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	start := time.Now()
-	w, err := consumer.New(ctx, js, "late", qaNop, consumer.Logger(quiet))
-	took := time.Since(start)
-	if err == nil || w != nil {
-		t.Fatal("New succeeded with the server down")
-	}
-	if took < 900*time.Millisecond || took > 3*time.Second {
-		t.Fatalf("New returned after %s, want about 1s (its context): %v", took, err)
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("error does not carry the context's end: %v", err)
-	}
-
-	// Started before the server is back, New waits for it: it has not returned
-	// while the server is down, and succeeds once it is up.
-	type result struct {
-		w   *consumer.Worker
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		w, err := consumer.New(testenv.Context(t, 30*time.Second), js, "late", qaNop, consumer.Logger(quiet))
-		done <- result{w, err}
-	}()
-	select {
-	case r := <-done:
-		t.Fatalf("New returned with the server down: %v", r.err)
-	case <-time.After(500 * time.Millisecond): // it must still be waiting
-	}
-	if err := env.Server.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("New did not return after the server came back")
-	}
-	if r.err != nil {
-		t.Fatalf("New once the server came up: %v", r.err)
-	}
-	w = r.w
+	w := testenv.WaitsForServer(t, func() {
+		if err := env.Server.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}, func(ctx context.Context) (*consumer.Worker, error) {
+		return consumer.New(ctx, js, "late", qaNop, consumer.Logger(quiet))
+	})
 	// And it works.
 	p := newProducer(t, js, "late")
 	runWorker(t, w)

@@ -95,36 +95,10 @@ func TestNewWaitsForServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// With no server at all, New gives up when its context ends.
-	sctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	_, err = New(sctx, js)
-	cancel()
-	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("New without a server: %v, want a deadline error", err)
-	}
-
-	// Started before the server, New returns once the server is up.
 	ctx := testenv.Context(t, 30*time.Second)
-	type result struct {
-		l   *Locker
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		l, err := New(ctx, js)
-		done <- result{l, err}
-	}()
-	select {
-	case r := <-done:
-		t.Fatalf("New returned without a server: %v", r.err)
-	case <-time.After(200 * time.Millisecond):
-	}
-	testenv.Start(t, testenv.Port(port), testenv.MemoryStore())
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("New after the server started: %v", r.err)
-	}
-	lk, err := r.l.Acquire(ctx, "late")
+	l := testenv.WaitsForServer(t, func() { testenv.Start(t, testenv.Port(port), testenv.MemoryStore()) },
+		func(ctx context.Context) (*Locker, error) { return New(ctx, js) })
+	lk, err := l.Acquire(ctx, "late")
 	if err != nil {
 		t.Fatal(err)
 	}

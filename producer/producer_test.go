@@ -719,51 +719,11 @@ func TestNewWaitsForUnreachableServer(t *testing.T) {
 	env := testenv.Start(t)
 	env.Stop()
 	js := env.JetStream(t) // connects once the server is back
-
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	start := time.Now()
-	p, err := producer.New(ctx, js, "late")
-	took := time.Since(start)
-	if err == nil || p != nil {
-		t.Fatal("New succeeded with the server down")
-	}
-	if took < 900*time.Millisecond || took > 3*time.Second {
-		t.Fatalf("New returned after %s, want about 1s (its context): %v", took, err)
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("error does not carry the context's end: %v", err)
-	}
-
-	// Started before the server is back, New waits for it: it has not returned
-	// while the server is down, and succeeds once it is up.
-	type result struct {
-		p   *producer.Producer
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		p, err := producer.New(testenv.Context(t, 30*time.Second), js, "late")
-		done <- result{p, err}
-	}()
-	select {
-	case r := <-done:
-		t.Fatalf("New returned with the server down: %v", r.err)
-	case <-time.After(500 * time.Millisecond): // it must still be waiting
-	}
-	if err := env.Server.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("New did not return after the server came back")
-	}
-	if r.err != nil {
-		t.Fatalf("New once the server came up: %v", r.err)
-	}
-	p = r.p
+	p := testenv.WaitsForServer(t, func() {
+		if err := env.Server.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}, func(ctx context.Context) (*producer.Producer, error) { return producer.New(ctx, js, "late") })
 	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("x"), producer.ID("after")); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/workq/workq/internal/testbin"
 )
 
 // The end-to-end tests run the workq binary as a user would, against a nats-server
@@ -39,14 +41,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	workqBin = filepath.Join(dir, "workq")
-	natsBin = filepath.Join(dir, "nats-server")
-	for _, b := range [][]string{{workqBin, "."}, {natsBin, "github.com/nats-io/nats-server/v2"}} {
-		out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)
-			return 1
-		}
+	if workqBin, natsBin, err = testbin.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	srv, url, err := startNATS(dir, "-js", "-sd", filepath.Join(dir, "js"))
 	if err != nil {
