@@ -9,11 +9,17 @@
 // committing. workq therefore keeps a job record in a KV bucket and processes a
 // delivery in three steps:
 //
-//  1. Claim: write the record as running, with this delivery's count and the worker's
-//     identity, by compare-and-set. The revision written is the job's fencing token
-//     (Job.FencingToken), which grows with every claim. A delivery older than the
-//     record's is stale and does nothing; a job whose record says done was committed
-//     already and is acked without running again.
+//  1. Claim: write the record as running, with this delivery's count, the consumer's
+//     incarnation and the worker's identity, by compare-and-set. The revision written
+//     is the job's fencing token (Job.FencingToken), which grows with every claim.
+//     Deliveries are ordered by (consumer incarnation, delivery count), so a consumer
+//     deleted and re-created, which restarts delivery counts, does not confuse them:
+//     a delivery older than the record's is stale and does nothing; a job whose record
+//     says done was committed already and is acked without running again. The
+//     attempt written counts every delivery since the record's that may have run,
+//     also one whose worker died before writing anything. A first delivery that the
+//     worker can prove is still its own (AckWait has not passed since the pull that
+//     brought it) writes its claim lazily, after ClaimDelay or at commit.
 //  2. Run the handler, heartbeating (InProgress) at a third of AckWait. A heartbeat
 //     that finds the claim overwritten cancels the handler's context with ErrStale.
 //  3. Commit: write done and the result by compare-and-set on the claim. If the claim
