@@ -114,8 +114,9 @@ func (m *metricsServer) Close() {
 var errNotConnected = errors.New("not connected to NATS")
 
 // serveQueueMetrics adds a queue collector for queues (every queue when empty) to
-// reg and serves it at addr, healthy while nc is connected.
-func serveQueueMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, js jetstream.JetStream, queues []string) (*metricsServer, error) {
+// reg and serves it at addr, healthy while nc is connected and more (if not nil)
+// returns nil.
+func serveQueueMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, js jetstream.JetStream, queues []string, more func() error) (*metricsServer, error) {
 	coll, err := producer.NewQueueCollector(js, queues)
 	if err != nil {
 		return nil, err
@@ -126,6 +127,9 @@ func serveQueueMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, js 
 	return serveMetrics(addr, reg, func() error {
 		if !nc.IsConnected() {
 			return fmt.Errorf("%w (%s)", errNotConnected, nc.Status())
+		}
+		if more != nil {
+			return more()
 		}
 		return nil
 	})
@@ -145,7 +149,7 @@ func serveServerMetrics(addr, url string) (string, func(), error) {
 		nc.Close()
 		return "", nil, err
 	}
-	ms, err := serveQueueMetrics(addr, newRegistry(), nc, js, nil)
+	ms, err := serveQueueMetrics(addr, newRegistry(), nc, js, nil, nil)
 	if err != nil {
 		nc.Close()
 		return "", nil, err

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // scrape GETs url and returns the status and body; status 0 if nothing answered.
@@ -168,4 +172,51 @@ func TestServerServesQueueMetrics(t *testing.T) {
 	if code := s.wait(t, 20*time.Second); code != 0 {
 		t.Errorf("server exited %d; stderr: %s", code, s.stderr())
 	}
+}
+
+// /healthz of workq work also reports a worker that cannot pull: its queue's
+// workers' consumer was replaced by one it cannot use.
+func TestWorkHealthzReportsUnusableConsumer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv, url, err := startNATS(dir, "-js", "-sd", filepath.Join(dir, "js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopProcess(srv) })
+	const q = "health"
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	start(t, "work", q, "-s", url, "--ack-wait", "1s", "--metrics-addr", ":"+strconv.Itoa(port), "--", "true")
+	waitFor(t, 15*time.Second, "/healthz to answer 200", func() bool {
+		code, _ := scrape(base + "/healthz")
+		return code == http.StatusOK
+	})
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := js.DeleteConsumer(ctx, "WORKQ_"+q, "workers"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateConsumer(ctx, "WORKQ_"+q, jetstream.ConsumerConfig{
+		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
+		FilterSubjects: []string{"workq." + q + ".jobs", "workq." + q + ".jobs.>"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "/healthz to report the unusable consumer", func() bool {
+		code, body := scrape(base + "/healthz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "incompatible")
+	})
 }

@@ -193,7 +193,7 @@ func (a *app) work(ctx context.Context, q string, argv []string, f workFlags) er
 	}
 	r.worker = w.Name()
 	if reg != nil {
-		ms, err := serveQueueMetrics(metricsAddr, reg, c.nc, c.js, []string{q})
+		ms, err := serveQueueMetrics(metricsAddr, reg, c.nc, c.js, []string{q}, w.Health)
 		if err != nil {
 			return err
 		}
@@ -302,7 +302,7 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 		}
 		j.SetResult(out.Bytes())
 		if r.flags.verbose {
-			r.logf(slog.LevelInfo, j, "job done", "took", time.Since(start).Round(time.Millisecond))
+			r.logf(slog.LevelInfo, j, "command succeeded; committing its result", "took", time.Since(start).Round(time.Millisecond))
 		}
 		return nil
 	}
