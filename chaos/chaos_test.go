@@ -37,7 +37,7 @@ func sizes() scale {
 			stalls: []float64{0.1, 0.45, 0.8}, serverKills: []float64{0.3, 0.65}, clusterJobs: 2000, leaderKills: []float64{0.25, 0.6}, budget: 8 * time.Minute}
 	}
 	return scale{name: "short", jobs: 800, workers: 3, conc: 3, sleep: "0.05", ackWait: 2 * time.Second, killEvery: 2 * time.Second,
-		stalls: []float64{0.15}, serverKills: []float64{0.45}, clusterJobs: 800, leaderKills: []float64{0.25, 0.6}, budget: 3 * time.Minute}
+		stalls: []float64{0.15}, serverKills: []float64{0.45}, clusterJobs: 1500, leaderKills: []float64{0.2, 0.5}, budget: 3 * time.Minute}
 }
 
 // payloadOf gives job i its behaviour (see jobScript).
@@ -325,7 +325,7 @@ func TestChaosCluster(t *testing.T) {
 	wp.stopAll(30 * time.Second)
 	f := check(t, q, nc, js, o, wp, confirmed, windows)
 	f.pauses = pausesAround(o, windows)
-	t.Logf("%s cluster run: %d leader kills; processing %s, total %s\n%s", sc.name, kills, processing.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), f)
+	t.Logf("%s cluster run: %d leader kills of %d planned; processing %s, total %s\n%s", sc.name, kills, len(sc.leaderKills), processing.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), f)
 }
 
 // workDir is the run's directory: server stores and logs, workers' logs and run logs.
