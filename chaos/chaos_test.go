@@ -168,7 +168,7 @@ func TestChaosSingleNode(t *testing.T) {
 			default:
 			}
 		}
-		done := o.terminalJobs()
+		done := o.finishedJobs(nc, js)
 		if producerDone && done >= sc.jobs {
 			break
 		}
@@ -273,7 +273,7 @@ func TestChaosCluster(t *testing.T) {
 	var windows []window
 	kills := 0
 	for {
-		done := o.terminalJobs()
+		done := o.finishedJobs(nc, js)
 		if done >= sc.clusterJobs {
 			break
 		}

@@ -72,6 +72,9 @@ type observer struct {
 	bad       []string
 	reconnect []time.Time
 	lastHeard time.Time
+
+	seen   int       // finishedJobs: the count it last returned (its caller's goroutine only)
+	seenAt time.Time // and since when
 }
 
 // observe sets the records bucket of queue to republish every write to
@@ -163,6 +166,22 @@ func (o *observer) terminalJobs() int {
 	return o.terminal
 }
 
+// finishedJobs is terminalJobs, with the revisions its connection missed (they were
+// republished while it was down, around a server kill) read back from the stream
+// whenever the count has not moved for 3s: otherwise a job whose last write was
+// missed would look unfinished for ever.
+func (o *observer) finishedJobs(nc *nats.Conn, js jetstream.JetStream) int {
+	n := o.terminalJobs()
+	if n != o.seen {
+		o.seen, o.seenAt = n, time.Now()
+	} else if time.Since(o.seenAt) > 3*time.Second {
+		o.fillGaps(nc, streamLastSeq(o.t, js, o.stream))
+		o.seenAt = time.Now()
+		n = o.terminalJobs()
+	}
+	return n
+}
+
 func (o *observer) reconnectedSince(t time.Time) (time.Time, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -190,6 +209,29 @@ func (o *observer) catchUp(js jetstream.JetStream) uint64 {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return last
+}
+
+// fillGaps reads back from the stream every sequence up to last that was not heard
+// (the observer's connection was down when it was republished) and adds it; it
+// returns how many it read back and the sequences the stream no longer has.
+func (o *observer) fillGaps(nc *nats.Conn, last uint64) (readBackCount int, lost []uint64) {
+	o.mu.Lock()
+	var missing []uint64
+	for s := uint64(1); s <= last; s++ {
+		if o.revs[s] == nil {
+			missing = append(missing, s)
+		}
+	}
+	o.mu.Unlock()
+	for _, s := range missing {
+		if r, ok := readBack(o.t, nc, o.stream, s); ok {
+			o.add(r)
+			readBackCount++
+		} else {
+			lost = append(lost, s)
+		}
+	}
+	return readBackCount, lost
 }
 
 func streamLastSeq(t testing.TB, js jetstream.JetStream, stream string) uint64 {
