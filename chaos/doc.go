@@ -2,7 +2,7 @@
 // "chaos", so the ordinary test run skips them:
 //
 //	go test -tags chaos -count=1 -v ./chaos                     # short: about 1 minute
-//	WORKQ_CHAOS=full go test -tags chaos -count=1 -v -timeout 30m ./chaos  # full: about 2½ minutes
+//	WORKQ_CHAOS=full go test -tags chaos -count=1 -v -timeout 30m ./chaos  # full: 1–2½ minutes
 //
 // A failed run keeps its directory (server stores and logs, each worker's workq log and
 // run log) and names it; WORKQ_CHAOS_KEEP=1 keeps a passing run's too.

@@ -178,14 +178,14 @@ func (p *puller) done(d time.Duration) {
 // A pull that fails (the consumer was deleted, by an operator or a server that lost
 // its state; a leader change) makes it check the consumer, re-creating it if it is
 // gone, and pull again after a short backoff; the worker is unhealthy (Health) until
-// a pull succeeds again. Every heartbeat interval it also reads the consumer's
-// incarnation, so that a consumer re-created by another worker is noticed even by a
+// a pull succeeds again. Every heartbeat interval (at least a second) it also reads the
+// consumer's incarnation, so that a consumer re-created by another worker is noticed even by a
 // worker that had no pull open when it happened.
 func (p *puller) fetch(ctx context.Context) error {
 	w := p.w
 	expiry, idle := pullTimes(w.cfg.ackWait, w.cfg.heartbeat)
 	delay := 20 * time.Millisecond
-	check := time.NewTicker(w.cfg.heartbeat)
+	check := time.NewTicker(max(w.cfg.heartbeat, time.Second)) // one consumer info a second at most
 	defer check.Stop()
 	defer p.stop()
 	p.poke()
