@@ -122,13 +122,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 // ensureConsumer creates or checks the workers' consumer and reads its incarnation.
 func (w *Worker) ensureConsumer(ctx context.Context) (jetstream.Consumer, queue.Incarnation, error) {
 	replicas := w.objects.Stream.CachedInfo().Config.Replicas
-	var c jetstream.Consumer
-	var inc queue.Incarnation
-	err := jsx.Retry(ctx, func(ctx context.Context) error {
-		var err error
-		c, inc, err = queue.EnsureWorkers(ctx, w.objects, queue.ConsumerConfig(w.names, w.cfg.ackWait, w.cfg.maxAckPending, replicas))
-		return err
-	})
+	c, inc, err := queue.EnsureWorkers(ctx, w.objects, queue.ConsumerConfig(w.names, w.cfg.ackWait, w.cfg.maxAckPending, replicas))
 	if err != nil {
 		return nil, queue.Incarnation{}, fmt.Errorf("consumer: queue %s: %w", w.names.Queue, err)
 	}

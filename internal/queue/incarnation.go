@@ -73,12 +73,14 @@ func firstSeq(ctx context.Context, o *Objects) (uint64, error) {
 // EnsureWorkers creates or checks the workers' consumer (see EnsureConsumer), marking
 // a new one with its FirstSeq, and returns it with its incarnation.
 func EnsureWorkers(ctx context.Context, o *Objects, want jetstream.ConsumerConfig) (jetstream.Consumer, Incarnation, error) {
-	first, err := firstSeq(ctx, o)
-	if err != nil {
-		return nil, Incarnation{}, err
-	}
-	want.Metadata = map[string]string{MetaFirstSeq: strconv.FormatUint(first, 10)}
-	c, err := EnsureConsumer(ctx, o.Stream, want)
+	c, err := EnsureConsumer(ctx, o.Stream, want, func(ctx context.Context, cfg *jetstream.ConsumerConfig) error {
+		first, err := firstSeq(ctx, o)
+		if err != nil {
+			return err
+		}
+		cfg.Metadata = map[string]string{MetaFirstSeq: strconv.FormatUint(first, 10)}
+		return nil
+	})
 	if err != nil {
 		return nil, Incarnation{}, err
 	}

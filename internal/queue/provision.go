@@ -234,13 +234,21 @@ func ConsumerConfig(n Names, ackWait time.Duration, maxAckPending, replicas int)
 //
 // MaxAckPending, replicas and the like are left as they are: they change throughput
 // or durability, not correctness.
-func EnsureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+//
+// beforeCreate, if given, completes the configuration of a consumer about to be created
+// (not of one that exists).
+func EnsureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.ConsumerConfig, beforeCreate ...func(context.Context, *jetstream.ConsumerConfig) error) (jetstream.Consumer, error) {
 	stream := s.CachedInfo().Config.Name
 	var c jetstream.Consumer
 	err := jsx.Retry(ctx, func(ctx context.Context) error {
 		var err error
 		c, err = s.Consumer(ctx, want.Durable)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			for _, f := range beforeCreate {
+				if err := f(ctx, &want); err != nil {
+					return err
+				}
+			}
 			c, err = s.CreateConsumer(ctx, want)
 			if errors.Is(err, jetstream.ErrConsumerExists) {
 				c, err = s.Consumer(ctx, want.Durable)
