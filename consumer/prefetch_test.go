@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +43,8 @@ func TestStartingWorkerTakesOnlyWhatItCanRun(t *testing.T) {
 	}
 }
 
-// Prefetch(0) holds no job beyond the running ones.
+// Prefetch(0) holds no job beyond the running ones, also once the handlers' pace is
+// known to be fast (when the adaptive buffer would be deep).
 func TestPrefetchZeroHoldsOnlyRunningJobs(t *testing.T) {
 	env := testenv.Start(t)
 	js := env.JetStream(t)
@@ -50,18 +52,23 @@ func TestPrefetchZeroHoldsOnlyRunningJobs(t *testing.T) {
 	p := newProducer(t, js, q)
 	release := make(chan struct{})
 	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		if strings.HasPrefix(j.ID(), "fast") {
+			return nil
+		}
 		<-release
 		return nil
 	}), consumer.Concurrency(3), consumer.Prefetch(0))
 	runWorker(t, w)
 	defer close(release)
+	enqueueN(t, p, 50, "fast")
+	testenv.Eventually(t, 10*time.Second, "the fast jobs done", func() bool { return w.Stats().Committed == 50 })
 	enqueueN(t, p, 10, "j")
 	ctx := testenv.Context(t, 10*time.Second)
 	c, err := js.Consumer(ctx, "WORKQ_"+q, "workers")
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "3 jobs running", func() bool { return w.Stats().Started == 3 })
+	testenv.Eventually(t, 5*time.Second, "3 blocking jobs running", func() bool { return w.Stats().Started == 53 })
 	// The worker has pulled what it will pull: wait for a pull expiry to pass, then
 	// count what it holds.
 	deadline := time.Now().Add(1500 * time.Millisecond)

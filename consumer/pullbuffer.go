@@ -17,9 +17,9 @@ import (
 // and shares jobs fairly between workers, but a worker with fast handlers then spends
 // its time waiting on pull round trips. So, unless Prefetch fixes its size, the buffer
 // follows the handlers: it holds about bufferedWork of work at the average time a
-// handler slot spends per job (at most maxAutoPrefetch),
-// and every buffered delivery reports progress to the server like a running one, so
-// a buffer that a sudden slowdown leaves standing never times out.
+// handler slot spends per job (at most maxAutoPrefetch), and every buffered delivery
+// reports progress to the server like a running one (its lease), so a buffer that a
+// sudden slowdown leaves standing never times out.
 //
 // The buffer also holds at most about maxBufferedBytes of payload at the average job
 // size seen, so that a queue of large jobs does not fill a worker's memory.
