@@ -283,6 +283,15 @@ func (p *proc) wait(t *testing.T, d time.Duration) int {
 	}
 }
 
+// stop sends SIGTERM, as an operator would, and wants a clean exit within 20s.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	p.signal(t, syscall.SIGTERM)
+	if code := p.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("workq %v exited %d after SIGTERM; stderr: %s", p.cmd.Args[1:], code, p.stderr())
+	}
+}
+
 // waitFor polls cond until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()

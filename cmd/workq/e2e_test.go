@@ -89,10 +89,7 @@ printf '%s|%s|%s|%s' "$p" "$WORKQ_JOB_ID" "$WORKQ_ATTEMPT" "$WORKQ_FENCING_TOKEN
 	if r := getJob(t, q, "perm-1"); !strings.Contains(r.LastError, "status 100") || !strings.Contains(r.LastError, "cannot do perm") {
 		t.Errorf("perm-1 last error %q", r.LastError)
 	}
-	w.signal(t, syscall.SIGTERM)
-	if code := w.wait(t, 15*time.Second); code != 0 {
-		t.Errorf("work exited %d after SIGTERM; stderr: %s", code, w.stderr())
-	}
+	w.stop(t)
 	if !strings.Contains(w.stderr(), "worker stopped") || !strings.Contains(w.stderr(), "not yet") {
 		t.Errorf("stderr lacks the stop line or the command's stderr: %s", w.stderr())
 	}
@@ -196,10 +193,7 @@ func TestStalledWorkerCommitRefused(t *testing.T) {
 		t.Errorf("s1: result %q attempt %d, want B's result on attempt 2", r.Result, r.Attempt)
 	}
 	for _, p := range []*proc{a, b} {
-		p.signal(t, syscall.SIGTERM)
-		if code := p.wait(t, 15*time.Second); code != 0 {
-			t.Errorf("worker exited %d; stderr: %s", code, p.stderr())
-		}
+		p.stop(t)
 	}
 	if strings.Contains(b.stderr(), "was reassigned") {
 		t.Errorf("B logged a reassignment: %s", b.stderr())

@@ -68,10 +68,7 @@ func TestQueueShowsRetryingApart(t *testing.T) {
 	}
 	writeFile(t, gate, "")
 	waitFor(t, 20*time.Second, "hold done", func() bool { return getJob(t, q, "hold").State == "done" })
-	w.signal(t, syscall.SIGTERM)
-	if code := w.wait(t, 20*time.Second); code != 0 {
-		t.Errorf("work exited %d; stderr: %s", code, w.stderr())
-	}
+	w.stop(t)
 }
 
 // queue set --ack-wait changes the workers' AckWait in place: jobs keep their
@@ -94,10 +91,7 @@ func TestQueueSetAckWait(t *testing.T) {
 	})
 	oneLine(t, r, 1, "workers pulling", "stop them first", "--force")
 
-	w.signal(t, syscall.SIGTERM)
-	if code := w.wait(t, 20*time.Second); code != 0 {
-		t.Fatalf("work exited %d; stderr: %s", code, w.stderr())
-	}
+	w.stop(t)
 	waitFor(t, 10*time.Second, "no pull requests left", func() bool { return getQueue(t, q).Waiting == 0 })
 	if out := ok(t, "", "queue", "set", q, "--ack-wait", "5s"); !strings.Contains(out, "ack wait 5s (was 2s)") {
 		t.Errorf("queue set said %q", out)
@@ -149,10 +143,7 @@ func TestWorkPrefetch(t *testing.T) {
 	waitFor(t, 20*time.Second, "1 running and 3 prefetched", func() bool { return getQueue(t, q).AckPending >= 4 })
 	writeFile(t, gate, "")
 	waitFor(t, 30*time.Second, "every job done", func() bool { return getQueue(t, q).Jobs == 0 })
-	w.signal(t, syscall.SIGTERM)
-	if code := w.wait(t, 20*time.Second); code != 0 {
-		t.Errorf("work exited %d; stderr: %s", code, w.stderr())
-	}
+	w.stop(t)
 }
 
 // dlq purge deletes the dead letters, and only them: waiting jobs and job records stay.
@@ -163,10 +154,7 @@ func TestDeadLettersPurged(t *testing.T) {
 	ok(t, "", "enqueue", q, "y", "--id", "p2")
 	w := start(t, "work", q, "--", "sh", "-c", "exit 100")
 	waitFor(t, 20*time.Second, "2 dead letters", func() bool { return getQueue(t, q).Dead == 2 })
-	w.signal(t, syscall.SIGTERM)
-	if code := w.wait(t, 20*time.Second); code != 0 {
-		t.Fatalf("work exited %d; stderr: %s", code, w.stderr())
-	}
+	w.stop(t)
 	ok(t, "", "enqueue", q, "z", "--id", "waiting")
 
 	if out := ok(t, "", "dlq", "purge", q, "--yes"); !strings.Contains(out, "purged 2") {
@@ -213,10 +201,7 @@ func TestWorkTimeoutKillsCommand(t *testing.T) {
 		waitFor(t, 10*time.Second, "attempt "+a+"'s command killed", func() bool { return gone(pid) })
 	}
 	waitFor(t, 10*time.Second, "both kills logged", func() bool { return strings.Count(w.stderr(), `msg="command killed"`) == 2 })
-	w.signal(t, syscall.SIGTERM)
-	if code := w.wait(t, 20*time.Second); code != 0 {
-		t.Errorf("work exited %d; stderr: %s", code, w.stderr())
-	}
+	w.stop(t)
 }
 
 // A command that survives SIGTERM is SIGKILLed --kill-grace later, not sooner.
@@ -248,10 +233,7 @@ func TestWorkKillGrace(t *testing.T) {
 		t.Errorf("the command was killed %s after SIGTERM, want about --kill-grace %s", lived, grace)
 	}
 	waitFor(t, 20*time.Second, "g1 dead", func() bool { return getJob(t, q, "g1").State == "dead" })
-	w.signal(t, syscall.SIGTERM)
-	if code := w.wait(t, 20*time.Second); code != 0 {
-		t.Errorf("work exited %d; stderr: %s", code, w.stderr())
-	}
+	w.stop(t)
 }
 
 // The first SIGINT/SIGTERM drains and says so; a second one exits at once.
@@ -310,10 +292,7 @@ func TestWorkLogsConnection(t *testing.T) {
 		r := wq(t, "", "-s", url, "job", "get", "connlog", "c1")
 		return r.code == 0 && strings.Contains(r.stdout, "done")
 	})
-	w.signal(t, syscall.SIGTERM)
-	if code := w.wait(t, 20*time.Second); code != 0 {
-		t.Errorf("work exited %d; stderr: %s", code, w.stderr())
-	}
+	w.stop(t)
 	if strings.Count(w.stderr(), "lost the connection") != 1 {
 		t.Errorf("want one lost-connection line (none for workq's own close at exit); stderr: %s", w.stderr())
 	}
