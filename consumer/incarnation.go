@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -48,7 +49,7 @@ func (w *Worker) replaced(l *lease) bool {
 // checkIncarnation reads the consumer's incarnation from the server, and re-creates
 // the consumer if it is gone. It reports whether the incarnation changed.
 func (w *Worker) checkIncarnation(ctx context.Context) (changed bool) {
-	cctx, cancel := context.WithTimeout(ctx, w.cfg.heartbeat)
+	cctx, cancel := context.WithTimeout(ctx, max(w.cfg.heartbeat, time.Second)) // the check's own interval
 	defer cancel()
 	inc, err := queue.Refresh(cctx, w.objects, w.consumer)
 	switch {
