@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -263,21 +264,25 @@ func deadLetters(t *testing.T, js jetstream.JetStream, q string) map[string]int 
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := s.CachedInfo().State.Msgs
+	st := s.CachedInfo().State
 	out := map[string]int{}
-	if n == 0 {
-		return out
-	}
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := uint64(0); i < n; i++ {
-		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			t.Fatalf("read dead letter %d of %d: %v", i+1, n, err)
+	for seq := st.FirstSeq; st.Msgs > 0 && seq <= st.LastSeq; seq++ {
+		// Each read retries until the deadline: right after a leader kill the stream
+		// may have no leader to answer for a moment.
+		for {
+			m, err := s.GetMsg(ctx, seq)
+			if err == nil {
+				out[m.Header.Get("Workq-Job-Id")]++
+				break
+			}
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("read dead letter at sequence %d (of %d–%d): %v", seq, st.FirstSeq, st.LastSeq, err)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		out[m.Headers().Get("Workq-Job-Id")]++
 	}
 	return out
 }
