@@ -249,9 +249,12 @@ checks:
 		}
 		t.Fatalf("want one dead letter for poison after 3 attempts saying its workers died")
 	}
+	// A job the worker had just finished may run again when the poison kills the
+	// worker before that job's commit lands (commits are written in the background
+	// while the slot moves on): at most once more per death, and done in the end.
 	for _, id := range append(before, after...) {
-		if r := status(t, p, id); r.State != producer.StateDone || others[id] != 1 {
-			t.Errorf("%s: %s after %d runs, want done after 1", id, r.State, others[id])
+		if r := status(t, p, id); r.State != producer.StateDone || others[id] < 1 || others[id] > 1+deaths {
+			t.Errorf("%s: %s after %d runs, want done after 1 to %d", id, r.State, others[id], 1+deaths)
 		}
 	}
 }
