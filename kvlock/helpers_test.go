@@ -76,18 +76,26 @@ func waitForWatchers(t testing.TB, l *Locker, n int) {
 func waitForRenewals(t testing.TB, kv jetstream.KeyValue, lk *Lock, n int) {
 	t.Helper()
 	seen := map[uint64]bool{}
-	what := fmt.Sprintf("%d renewals of %q (token %d)", n, lk.Name(), lk.Token())
-	testenv.Eventually(t, 10*time.Second, what, func() bool {
+	var last string // what the key held at the last look, for the failure message
+	deadline := time.Now().Add(10 * time.Second)
+	for len(seen) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after 10s waiting for %d renewals of %q (token %d): held %v, lock context ended with %v; the key held %s",
+				n, lk.Name(), lk.Token(), lk.Held(), context.Cause(lk.Context()), last)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
 		e, err := kv.Get(ctx, lk.key)
-		if err == nil && e.Revision() > lk.Token() {
-			if r, ok := parseRecord(e.Value()); ok && r.ID == lk.rec.ID {
+		cancel()
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = fmt.Sprintf("revision %d: %s", e.Revision(), e.Value())
+			if r, ok := parseRecord(e.Value()); ok && r.ID == lk.rec.ID && e.Revision() > lk.Token() {
 				seen[e.Revision()] = true
 			}
 		}
-		return len(seen) >= n
-	})
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func jsKVConfig(bucket string) jetstream.KeyValueConfig {
