@@ -9,12 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
-
-	"github.com/workq/workq/internal/bench"
-	"github.com/workq/workq/testenv"
 )
 
 // The scenarios `workq bench` knows, in the order it runs them. backlog is not in the
@@ -39,6 +34,10 @@ type benchFlags struct {
 	fenced      bool
 	inProcess   bool
 	json        bool
+	syncAlways  bool
+	cluster     int
+	replicas    int
+	external    bool // --server given: a running server, nothing embedded
 }
 
 func (a *app) benchCommand() *cobra.Command {
@@ -51,7 +50,14 @@ equivalent in the same process against the same server, and print both and their
 ratio (the median over --runs runs, with the spread of the ratio).
 
 By default an embedded server with file storage is started in a temporary
-directory and removed at the end; --server measures against a running server.
+directory and removed at the end. It fsyncs lazily, as nats-server does by default
+(every 2 minutes); --sync-always makes it fsync every write (sync_interval: always),
+which is what durable single-node processing costs. --cluster N starts an embedded
+N-node cluster (3 to 5 nodes) instead and runs every scenario with N replicas, on
+the workq side and on the raw side alike, so the ratios compare like with like;
+--sync-always applies to every node. --server measures against a running server
+(comma-separated URLs for a cluster); --replicas R then sets the replica count of
+everything the scenarios create (default 1).
 
 Scenarios (--scenario, comma separated; default all but backlog):
   enqueue-single    producer.Enqueue vs js.Publish with a message id          (jobs/s)
@@ -70,18 +76,27 @@ Scenarios (--scenario, comma separated; default all but backlog):
                     and the worker's peak RSS (the worker runs in a child process);
                     raw consume + ack likewise
 
+In process-fenced, "raw" is plain consume + ack. A WorkQueue stream deletes each
+acked message; with --sync-always on one node each delete is its own fsync, which
+bounds any processing there. "vs raw doing the same thing" adds the per-job KV
+write and confirmed ack that a fenced worker needs.
+
 Latency ratios are workq's p50 over raw's (lower is better); throughput ratios are
 workq's rate over raw's (higher is better). Targets are checked on the medians.`,
 		Example: `  workq bench                                   # default scenarios, one run
   workq bench --runs 3 --json > bench.json
   workq bench --scenario process-unfenced --concurrency 32 --prefetch 0,512
-  workq bench --scenario backlog --backlog 1000000`,
+  workq bench --scenario backlog --backlog 1000000
+  workq bench --sync-always --scenario process-fenced   # durable single node
+  workq bench --cluster 3 --jobs 5000                    # R3 on 3 embedded nodes
+  workq bench --server nats://a:4222,nats://b:4222,nats://c:4222 --replicas 3`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := f.check(); err != nil {
+			f.external = cmd.Flags().Changed("server")
+			if err := f.check(cmd.Flags().Changed("replicas")); err != nil {
 				return err
 			}
-			return a.bench(cmd.Context(), f, cmd.Flags().Changed("server"))
+			return a.bench(cmd.Context(), f)
 		},
 	}
 	fl := cmd.Flags()
@@ -100,11 +115,16 @@ workq's rate over raw's (higher is better). Targets are checked on the medians.`
 	fl.BoolVar(&f.fenced, "backlog-fenced", false, "fenced worker in the backlog scenario (default unfenced: the fastest path, so that the backlog is what is measured)")
 	fl.BoolVar(&f.inProcess, "backlog-in-process", false, "run the backlog worker in this process (no RSS figure; for tests)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON")
+	fl.BoolVar(&f.syncAlways, "sync-always", false, "the embedded server (every node with --cluster) fsyncs every write; not with --server")
+	fl.IntVar(&f.cluster, "cluster", 0, "start an embedded cluster of this many nodes (3 to 5) and use as many replicas; 0: a single server")
+	fl.IntVar(&f.replicas, "replicas", 1, "with --server: replicas of every stream, bucket and consumer the scenarios create (1 to 5)")
 	_ = fl.MarkHidden("backlog-in-process")
 	return cmd
 }
 
-func (f *benchFlags) check() error {
+// check checks the flags and sets the replica count of an embedded cluster.
+// replicasSet says whether --replicas was given.
+func (f *benchFlags) check(replicasSet bool) error {
 	for i, s := range f.scenarios {
 		s = strings.TrimSpace(s)
 		f.scenarios[i] = s
@@ -125,6 +145,23 @@ func (f *benchFlags) check() error {
 		return usageError{errors.New("--backlog and --backlog-base: want at least 1")}
 	case f.backlogC < 1 || f.backlogPre < 1:
 		return usageError{errors.New("--backlog-concurrency and --backlog-prefetch: want at least 1")}
+	}
+	switch {
+	case f.cluster != 0 && (f.cluster < 3 || f.cluster > 5):
+		return usageError{fmt.Errorf("--cluster %d: want 3 to 5 nodes (a cluster needs a quorum that survives a node, and a stream has at most 5 replicas), or 0 for a single server", f.cluster)}
+	case f.cluster > 0 && f.external:
+		return usageError{errors.New("--cluster starts an embedded cluster; it does not go with --server (use --replicas with a running cluster)")}
+	case f.syncAlways && f.external:
+		return usageError{errors.New("--sync-always configures the embedded server; it does not go with --server (set sync_interval: always in the server's config)")}
+	case f.replicas < 1 || f.replicas > 5:
+		return usageError{fmt.Errorf("--replicas %d: want 1 to 5", f.replicas)}
+	case replicasSet && !f.external && f.cluster == 0 && f.replicas != 1:
+		return usageError{fmt.Errorf("--replicas %d: the embedded server is a single node (R1); use --cluster N for N replicas, or --server with a running cluster", f.replicas)}
+	case replicasSet && f.cluster > 0 && f.replicas != f.cluster:
+		return usageError{fmt.Errorf("--replicas %d: --cluster %d runs every scenario with %d replicas", f.replicas, f.cluster, f.cluster)}
+	}
+	if f.cluster > 0 {
+		f.replicas = f.cluster
 	}
 	for _, c := range f.concurrency {
 		if c < 1 {
@@ -194,12 +231,14 @@ func median(xs []float64) float64 {
 }
 
 type benchReport struct {
-	Server  string     `json:"server"`
-	Machine benchHost  `json:"machine"`
-	Runs    int        `json:"runs"`
-	Started time.Time  `json:"started"`
-	Took    string     `json:"took"`
-	Results []benchRow `json:"results"`
+	Server string `json:"server"`
+	// Replicas of everything the scenarios created, workq's and raw's alike.
+	Replicas int        `json:"replicas"`
+	Machine  benchHost  `json:"machine"`
+	Runs     int        `json:"runs"`
+	Started  time.Time  `json:"started"`
+	Took     string     `json:"took"`
+	Results  []benchRow `json:"results"`
 }
 
 type benchHost struct {
@@ -209,58 +248,16 @@ type benchHost struct {
 	Go   string `json:"go"`
 }
 
-// benchEnv is what the scenarios need: a JetStream context, a way to open more
-// connections like it, and the URL for child processes.
-type benchEnv struct {
-	js   jetstream.JetStream
-	dial bench.Dial
-	url  string
-}
-
-func (a *app) bench(ctx context.Context, f benchFlags, external bool) error {
-	rep := benchReport{Runs: f.runs, Started: time.Now(), Machine: benchHost{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, Go: runtime.Version()}}
-	var env benchEnv
-	if external {
-		c, err := a.connect(ctx, "bench", false)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		env.js, env.url, rep.Server = c.js, c.nc.ConnectedUrl(), c.url
-		before := benchStreams(ctx, c.js)
-		defer before.clean(ctx, c.js)
-		env.dial = func(ctx context.Context, url string) (*nats.Conn, error) {
-			b := *a
-			b.conn.server = url
-			c, err := b.connect(ctx, "bench", false)
-			if err != nil {
-				return nil, err
-			}
-			return c.nc, nil
-		}
-	} else {
-		srv, err := testenv.Run()
-		if err != nil {
-			return fmt.Errorf("start the embedded server: %v", err)
-		}
-		defer srv.Close()
-		nc, err := nats.Connect(srv.URL(), nats.Name("workq bench"))
-		if err != nil {
-			return fmt.Errorf("connect to the embedded server: %v", err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return err
-		}
-		env.js, env.url = js, srv.URL()
-		env.dial = func(_ context.Context, url string) (*nats.Conn, error) {
-			return nats.Connect(url, nats.Name("workq bench"))
-		}
-		rep.Server = "embedded (file storage in " + srv.StoreDir() + ")"
+func (a *app) bench(ctx context.Context, f benchFlags) error {
+	rep := benchReport{Runs: f.runs, Replicas: f.replicas, Started: time.Now(), Machine: benchHost{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, Go: runtime.Version()}}
+	srv, err := a.benchServer(ctx, f)
+	if err != nil {
+		return err
 	}
+	defer srv.close()
+	rep.Server = srv.desc
 
-	steps := a.benchSteps(f, env)
+	steps := a.benchSteps(f, srv.env)
 	st := newStatus(a.stderr, len(steps)*f.runs)
 	rows := map[string]*benchRow{}
 	var order []string
@@ -305,39 +302,4 @@ func (a *app) bench(ctx context.Context, f benchFlags, external bool) error {
 		return writeJSON(a.stdout, rep)
 	}
 	return printBench(a.stdout, rep)
-}
-
-// benchLeftovers deletes the streams and buckets the scenarios created on a running
-// server (those named like the bench's queues, locks and limiters that were not
-// there before the run), so that --server leaves the server as it found it. Some
-// scenarios clean up after themselves; the enqueue and process ones do not.
-type benchLeftovers map[string]bool
-
-func benchStreams(ctx context.Context, js jetstream.JetStream) benchLeftovers {
-	seen := benchLeftovers{}
-	l := js.StreamNames(ctx)
-	for name := range l.Name() {
-		seen[name] = true
-	}
-	return seen
-}
-
-func isBenchStream(name string) bool {
-	for _, p := range []string{"WORKQ_bench-", "KV_WORKQ_bench-", "KV_BENCH_LOCKS-", "WORKQ_LIMIT_bench-", "BENCH_RAW_LIMIT-"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// clean deletes the bench streams that are on the server now and were not before.
-func (before benchLeftovers) clean(ctx context.Context, js jetstream.JetStream) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	for name := range benchStreams(ctx, js) {
-		if isBenchStream(name) && !before[name] {
-			_ = js.DeleteStream(ctx, name)
-		}
-	}
 }

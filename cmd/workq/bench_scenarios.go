@@ -17,21 +17,20 @@ type benchStep struct {
 // The targets the project set for a 2-core machine, checked on the medians.
 func atLeast(x float64) func(benchRow) bool { return func(r benchRow) bool { return r.Ratio >= x } }
 
-func (a *app) benchSteps(f benchFlags, env benchEnv) []benchStep {
-	js := env.js
+func (a *app) benchSteps(f benchFlags, env bench.Env) []benchStep {
 	var steps []benchStep
 	for _, sc := range f.scenarios {
 		switch sc {
 		case "enqueue-single":
 			steps = append(steps, benchStep{sc, func(ctx context.Context, _ *status) ([]benchRow, error) {
-				p, err := bench.EnqueueSingle(ctx, js, f.jobs)
+				p, err := bench.EnqueueSingle(ctx, env, f.jobs)
 				return []benchRow{pairRow(p, "", nil)}, err
 			}})
 		case "enqueue-batch":
 			steps = append(steps, benchStep{sc, func(ctx context.Context, _ *status) ([]benchRow, error) {
-				p, err := bench.EnqueueBatch(ctx, js, f.jobs)
+				p, err := bench.EnqueueBatch(ctx, env, f.jobs)
 				if err == nil {
-					p.RawSame, err = bench.EnqueueBatchSameShape(ctx, js, f.jobs)
+					p.RawSame, err = bench.EnqueueBatchSameShape(ctx, env, f.jobs)
 				}
 				return []benchRow{pairRow(p, "ratio ≥ 0.9", atLeast(0.9))}, err
 			}})
@@ -44,7 +43,7 @@ func (a *app) benchSteps(f benchFlags, env benchEnv) []benchStep {
 						name += fmt.Sprintf(" prefetch=%d", pre)
 					}
 					steps = append(steps, benchStep{name, func(ctx context.Context, _ *status) ([]benchRow, error) {
-						p, err := bench.Process(ctx, js, f.jobs, c, pre, fenced)
+						p, err := bench.Process(ctx, env, f.jobs, c, pre, fenced)
 						if fenced {
 							return []benchRow{pairRow(p, "ratio ≥ 0.4", atLeast(0.4))}, err
 						}
@@ -54,7 +53,7 @@ func (a *app) benchSteps(f benchFlags, env benchEnv) []benchStep {
 			}
 		case "latency":
 			steps = append(steps, benchStep{sc, func(ctx context.Context, _ *status) ([]benchRow, error) {
-				l, err := bench.EndToEnd(ctx, js, f.samples)
+				l, err := bench.EndToEnd(ctx, env, f.samples)
 				return latencyRows(l, nil), err
 			}})
 		case "redelivery":
@@ -64,7 +63,7 @@ func (a *app) benchSteps(f benchFlags, env benchEnv) []benchStep {
 					name = sc + " after crash"
 				}
 				steps = append(steps, benchStep{name, func(ctx context.Context, _ *status) ([]benchRow, error) {
-					l, err := bench.Redelivery(ctx, js, f.redeliver, f.ackWait, crash, env.dial)
+					l, err := bench.Redelivery(ctx, env, f.redeliver, f.ackWait, crash)
 					bound := f.ackWait + 250*time.Millisecond
 					rows := latencyRows(l, nil)
 					rows = append(rows, benchRow{Scenario: l.Scenario, Metric: "max ms", Workq: ms(l.Workq.Max), Raw: ms(l.Raw.Max), Ratio: ratio(l.Workq.Max, l.Raw.Max),
@@ -75,15 +74,15 @@ func (a *app) benchSteps(f benchFlags, env benchEnv) []benchStep {
 			}
 		case "lock":
 			steps = append(steps, benchStep{sc + " uncontended", func(ctx context.Context, _ *status) ([]benchRow, error) {
-				l, err := bench.LockUncontended(ctx, js, f.samples)
+				l, err := bench.LockUncontended(ctx, env, f.samples)
 				return latencyRows(l, nil), err
 			}}, benchStep{sc + " handoff", func(ctx context.Context, _ *status) ([]benchRow, error) {
-				l, err := bench.LockHandoff(ctx, js, f.samples, env.dial)
+				l, err := bench.LockHandoff(ctx, env, f.samples)
 				return latencyRows(l, func(r benchRow) bool { return r.Workq <= 5 }), err
 			}})
 		case "limiter":
 			steps = append(steps, benchStep{sc, func(ctx context.Context, _ *status) ([]benchRow, error) {
-				p, err := bench.Limiter(ctx, js, f.jobs)
+				p, err := bench.Limiter(ctx, env, f.jobs)
 				r := pairRow(p, "", nil)
 				r.Metric = "ops/s"
 				return []benchRow{r}, err
@@ -92,9 +91,9 @@ func (a *app) benchSteps(f benchFlags, env benchEnv) []benchStep {
 			steps = append(steps, benchStep{sc, func(ctx context.Context, st *status) ([]benchRow, error) {
 				cfg := bench.BacklogConfig{Base: f.backlogBase, N: f.backlog, Concurrency: f.backlogC, Prefetch: f.backlogPre, Fenced: f.fenced}
 				if !f.inProcess {
-					cfg.Worker = a.childWorker(env.url, bench.WorkerSettings{Concurrency: f.backlogC, Prefetch: f.backlogPre, Fenced: f.fenced})
+					cfg.Worker = a.childWorker(env.URL, bench.WorkerSettings{Concurrency: f.backlogC, Prefetch: f.backlogPre, Fenced: f.fenced, Replicas: f.replicas})
 				}
-				b, err := bench.RunBacklog(ctx, js, cfg, st.phase)
+				b, err := bench.RunBacklog(ctx, env, cfg, st.phase)
 				return backlogRows(b), err
 			}})
 		}

@@ -52,11 +52,13 @@ func (a *app) benchWorkerCommand() *cobra.Command {
 	fl.IntVar(&s.Concurrency, "concurrency", 32, "worker concurrency")
 	fl.IntVar(&s.Prefetch, "prefetch", 0, "worker prefetch (0: concurrency)")
 	fl.BoolVar(&s.Fenced, "fenced", false, "fenced processing")
+	fl.IntVar(&s.Replicas, "replicas", 1, "the queue's replica count (checked)")
 	return cmd
 }
 
 // childWorker runs the backlog's worker as `workq bench-worker` in a child process
-// connected to url with this process's credentials (passed in the environment, not
+// connected to url (on a cluster, every node's URL, comma separated) with this
+// process's credentials (passed in the environment, not
 // on the command line).
 func (a *app) childWorker(url string, s bench.WorkerSettings) bench.BacklogWorker {
 	return func(ctx context.Context, q string, n int) (bench.WorkerResult, error) {
@@ -67,7 +69,7 @@ func (a *app) childWorker(url string, s bench.WorkerSettings) bench.BacklogWorke
 		}
 		args := []string{"bench-worker", "--queue", q, "--jobs", strconv.Itoa(n),
 			"--concurrency", strconv.Itoa(s.Concurrency), "--prefetch", strconv.Itoa(s.Prefetch),
-			"--fenced=" + strconv.FormatBool(s.Fenced)}
+			"--fenced=" + strconv.FormatBool(s.Fenced), "--replicas", strconv.Itoa(max(s.Replicas, 1))}
 		f := a.conn
 		for _, fl := range [][2]string{{"tls-cert", f.tlsCert}, {"tls-key", f.tlsKey}, {"tls-ca", f.tlsCA}} {
 			if fl[1] != "" {

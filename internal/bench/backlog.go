@@ -40,6 +40,9 @@ type WorkerResult struct {
 type WorkerSettings struct {
 	Concurrency, Prefetch int
 	Fenced                bool
+	// Replicas is the queue's replica count, which the worker checks (0: 1):
+	// RunBacklog's Env's.
+	Replicas int
 }
 
 // Backlog is the result of a backlog scenario.
@@ -78,14 +81,15 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 // raw consume + ack draining it, then fill a workq queue (plain publishes: valid
 // jobs) and time the worker draining it. Each queue is deleted after use.
 // progress, if not nil, is told the phase.
-func RunBacklog(ctx context.Context, js jetstream.JetStream, cfg BacklogConfig, progress func(phase string)) (Backlog, error) {
+func RunBacklog(ctx context.Context, env Env, cfg BacklogConfig, progress func(phase string)) (Backlog, error) {
+	js := env.JS
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 32
 	}
 	if cfg.Prefetch == 0 {
 		cfg.Prefetch = 512
 	}
-	set := WorkerSettings{Concurrency: cfg.Concurrency, Prefetch: cfg.Prefetch, Fenced: cfg.Fenced}
+	set := WorkerSettings{Concurrency: cfg.Concurrency, Prefetch: cfg.Prefetch, Fenced: cfg.Fenced, Replicas: env.replicas()}
 	if cfg.Worker == nil {
 		cfg.Worker = func(ctx context.Context, q string, n int) (WorkerResult, error) {
 			r, err := Drain(ctx, js, q, n, set)
@@ -99,7 +103,7 @@ func RunBacklog(ctx context.Context, js jetstream.JetStream, cfg BacklogConfig, 
 	res := Backlog{Base: cfg.Base, N: cfg.N, Settings: set}
 	for _, size := range []int{cfg.Base, cfg.N} {
 		progress(fmt.Sprintf("raw: publish %d", size))
-		raw, err := rawQueue(ctx, js, "bench-b-raw")
+		raw, err := rawQueue(ctx, env, "bench-b-raw")
 		if err != nil {
 			return res, err
 		}
@@ -108,7 +112,7 @@ func RunBacklog(ctx context.Context, js jetstream.JetStream, cfg BacklogConfig, 
 			return res, err
 		}
 		progress(fmt.Sprintf("raw: consume %d", size))
-		d, err := rawConsume(ctx, raw, size)
+		d, err := rawConsume(ctx, env, raw, size)
 		cleanupQueue(js, raw.Names)
 		if err != nil {
 			return res, err
@@ -119,7 +123,7 @@ func RunBacklog(ctx context.Context, js jetstream.JetStream, cfg BacklogConfig, 
 		if err != nil {
 			return res, err
 		}
-		if _, err := queue.Provision(ctx, js, names, queue.Config{}); err != nil {
+		if _, err := queue.Provision(ctx, js, names, queue.Config{Replicas: env.replicas()}); err != nil {
 			return res, err
 		}
 		if err := rawPublishAsync(ctx, js, names.JobsSubject, size); err != nil {
@@ -143,14 +147,15 @@ func RunBacklog(ctx context.Context, js jetstream.JetStream, cfg BacklogConfig, 
 
 // Drain runs a workq worker with an empty handler on queue q until its stream is
 // empty (every job committed and acked) and reports the rate. It is the worker side
-// of the backlog scenario, in this process or in `workq bench-worker`.
+// of the backlog scenario, in this process or in `workq bench-worker`. The queue
+// exists; the worker checks that it has s.Replicas replicas.
 func Drain(ctx context.Context, js jetstream.JetStream, q string, n int, s WorkerSettings) (WorkerResult, error) {
 	res := WorkerResult{Jobs: n}
 	names, err := queue.NamesFor(q)
 	if err != nil {
 		return res, err
 	}
-	opts := []consumer.Option{consumer.Concurrency(max(s.Concurrency, 1)), consumer.Logger(quiet())}
+	opts := []consumer.Option{consumer.Concurrency(max(s.Concurrency, 1)), consumer.Replicas(max(s.Replicas, 1)), consumer.Logger(quiet())}
 	if s.Prefetch > 0 {
 		opts = append(opts, consumer.Prefetch(s.Prefetch))
 	}

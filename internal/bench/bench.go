@@ -10,10 +10,50 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/queue"
 )
+
+// Env is the server a scenario runs against and how it provisions what it creates.
+type Env struct {
+	JS jetstream.JetStream
+	// Replicas of every stream, bucket and consumer a scenario creates, on the workq
+	// side and on the raw side alike, so that the ratio compares like with like (an
+	// R3 queue against R1 raw streams would measure replication, not workq). 0 means 1.
+	Replicas int
+	// URL is where the scenarios' extra connections go (lock holders, child
+	// processes): on a cluster, every node's URL, comma separated. "" means the URL
+	// JS's connection is connected to.
+	URL string
+	// Dial opens those connections the way the caller connects (credentials, TLS).
+	// nil means nats.Connect.
+	Dial Dial
+}
+
+// Dial connects to a server URL the way the caller connects (credentials, TLS). The
+// redelivery scenario uses it to put the stalling worker behind a proxy.
+type Dial func(ctx context.Context, url string) (*nats.Conn, error)
+
+// replicas is the replica count to create things with: at least 1.
+func (e Env) replicas() int { return max(e.Replicas, 1) }
+
+// url is where extra connections go.
+func (e Env) url() string {
+	if e.URL != "" {
+		return e.URL
+	}
+	return e.JS.Conn().ConnectedUrl()
+}
+
+// dial opens an extra connection to url.
+func (e Env) dial(ctx context.Context, url string) (*nats.Conn, error) {
+	if e.Dial != nil {
+		return e.Dial(ctx, url)
+	}
+	return nats.Connect(url)
+}
 
 // Pair is one scenario's throughput through workq and through raw JetStream, in
 // operations (jobs) per second.
@@ -56,13 +96,20 @@ var payload = make([]byte, 128)
 
 func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
 
-// rawQueue provisions a queue exactly as workq does, for the raw side to use.
-func rawQueue(ctx context.Context, js jetstream.JetStream, prefix string) (*queue.Objects, error) {
+// rawQueue provisions a queue exactly as workq does (with env's replicas), for the
+// raw side to use.
+func rawQueue(ctx context.Context, env Env, prefix string) (*queue.Objects, error) {
 	n, err := queue.NamesFor(queueName(prefix))
 	if err != nil {
 		return nil, err
 	}
-	return queue.Provision(ctx, js, n, queue.Config{})
+	return queue.Provision(ctx, env.JS, n, queue.Config{Replicas: env.replicas()})
+}
+
+// rawConsumer creates the raw side's consumer on a raw queue: the workers' consumer
+// config (explicit ack, the job filters, unlimited deliveries) with env's replicas.
+func rawConsumer(ctx context.Context, env Env, raw *queue.Objects, ackWait time.Duration, maxAckPending int) (jetstream.Consumer, error) {
+	return queue.EnsureConsumer(ctx, raw.Stream, queue.ConsumerConfig(raw.Names, ackWait, maxAckPending, env.replicas()))
 }
 
 // waitEmpty waits until stream s holds no messages (a WorkQueue stream drops a job

@@ -34,14 +34,14 @@ func report(b *testing.B, run func(ctx context.Context, n int) (bench.Pair, erro
 
 func BenchmarkEnqueueSingle(b *testing.B) {
 	env := testenv.Start(b)
-	js := env.JetStream(b)
-	report(b, func(ctx context.Context, n int) (bench.Pair, error) { return bench.EnqueueSingle(ctx, js, n) })
+	e := bench.Env{JS: env.JetStream(b)}
+	report(b, func(ctx context.Context, n int) (bench.Pair, error) { return bench.EnqueueSingle(ctx, e, n) })
 }
 
 func BenchmarkEnqueueBatch(b *testing.B) {
 	env := testenv.Start(b)
-	js := env.JetStream(b)
-	report(b, func(ctx context.Context, n int) (bench.Pair, error) { return bench.EnqueueBatch(ctx, js, n) })
+	e := bench.Env{JS: env.JetStream(b)}
+	report(b, func(ctx context.Context, n int) (bench.Pair, error) { return bench.EnqueueBatch(ctx, e, n) })
 }
 
 func BenchmarkProcessUnfenced(b *testing.B) { benchProcess(b, false) }
@@ -56,9 +56,9 @@ func benchProcess(b *testing.B, fenced bool) {
 		}
 		b.Run(name, func(b *testing.B) {
 			env := testenv.Start(b)
-			js := env.JetStream(b)
+			e := bench.Env{JS: env.JetStream(b)}
 			report(b, func(ctx context.Context, n int) (bench.Pair, error) {
-				return bench.Process(ctx, js, n, cfg.c, cfg.prefetch, fenced)
+				return bench.Process(ctx, e, n, cfg.c, cfg.prefetch, fenced)
 			})
 		})
 	}
@@ -86,45 +86,45 @@ func reportLatency(b *testing.B, run func(ctx context.Context) (bench.Latency, e
 // b.N is the number of samples (use -benchtime=300x).
 func BenchmarkEndToEnd(b *testing.B) {
 	env := testenv.Start(b)
-	js := env.JetStream(b)
-	reportLatency(b, func(ctx context.Context) (bench.Latency, error) { return bench.EndToEnd(ctx, js, max(b.N, 50)) })
+	e := bench.Env{JS: env.JetStream(b)}
+	reportLatency(b, func(ctx context.Context) (bench.Latency, error) { return bench.EndToEnd(ctx, e, max(b.N, 50)) })
 }
 
 // b.N is the number of stalls (use -benchtime=5x); AckWait 1s.
 func BenchmarkRedelivery(b *testing.B) {
 	env := testenv.Start(b)
-	js := env.JetStream(b)
+	e := bench.Env{JS: env.JetStream(b)}
 	reportLatency(b, func(ctx context.Context) (bench.Latency, error) {
-		return bench.Redelivery(ctx, js, min(b.N, 10), time.Second, false, nil)
+		return bench.Redelivery(ctx, e, min(b.N, 10), time.Second, false)
 	})
 }
 
 func BenchmarkLockUncontended(b *testing.B) {
 	env := testenv.Start(b)
-	js := env.JetStream(b)
-	reportLatency(b, func(ctx context.Context) (bench.Latency, error) { return bench.LockUncontended(ctx, js, max(b.N, 50)) })
+	e := bench.Env{JS: env.JetStream(b)}
+	reportLatency(b, func(ctx context.Context) (bench.Latency, error) { return bench.LockUncontended(ctx, e, max(b.N, 50)) })
 }
 
 func BenchmarkLockHandoff(b *testing.B) {
 	env := testenv.Start(b)
-	js := env.JetStream(b)
-	reportLatency(b, func(ctx context.Context) (bench.Latency, error) { return bench.LockHandoff(ctx, js, max(b.N, 64), nil) })
+	e := bench.Env{JS: env.JetStream(b)}
+	reportLatency(b, func(ctx context.Context) (bench.Latency, error) { return bench.LockHandoff(ctx, e, max(b.N, 64)) })
 }
 
 func BenchmarkLimiter(b *testing.B) {
 	env := testenv.Start(b)
-	js := env.JetStream(b)
-	report(b, func(ctx context.Context, n int) (bench.Pair, error) { return bench.Limiter(ctx, js, n) })
+	e := bench.Env{JS: env.JetStream(b)}
+	report(b, func(ctx context.Context, n int) (bench.Pair, error) { return bench.Limiter(ctx, e, n) })
 }
 
 // The worker runs in this process here, so no RSS figure: `workq bench --scenario
 // backlog` runs it in a child process. b.N is the deep backlog (-benchtime=100000x).
 func BenchmarkBacklog(b *testing.B) {
 	env := testenv.Start(b)
-	js := env.JetStream(b)
+	e := bench.Env{JS: env.JetStream(b)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	r, err := bench.RunBacklog(ctx, js, bench.BacklogConfig{Base: 10000, N: max(b.N, 10000)}, nil)
+	r, err := bench.RunBacklog(ctx, e, bench.BacklogConfig{Base: 10000, N: max(b.N, 10000)}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,15 +136,15 @@ func BenchmarkBacklog(b *testing.B) {
 // TestScenariosRun keeps the scenarios working under go test: small n, no timing claims.
 func TestScenariosRun(t *testing.T) {
 	env := testenv.Start(t)
-	js := env.JetStream(t)
+	e := bench.Env{JS: env.JetStream(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, run := range []func() (bench.Pair, error){
-		func() (bench.Pair, error) { return bench.EnqueueSingle(ctx, js, 200) },
-		func() (bench.Pair, error) { return bench.EnqueueBatch(ctx, js, 500) },
-		func() (bench.Pair, error) { return bench.Process(ctx, js, 500, 4, 0, false) },
-		func() (bench.Pair, error) { return bench.Process(ctx, js, 500, 4, 0, true) },
-		func() (bench.Pair, error) { return bench.Limiter(ctx, js, 200) },
+		func() (bench.Pair, error) { return bench.EnqueueSingle(ctx, e, 200) },
+		func() (bench.Pair, error) { return bench.EnqueueBatch(ctx, e, 500) },
+		func() (bench.Pair, error) { return bench.Process(ctx, e, 500, 4, 0, false) },
+		func() (bench.Pair, error) { return bench.Process(ctx, e, 500, 4, 0, true) },
+		func() (bench.Pair, error) { return bench.Limiter(ctx, e, 200) },
 	} {
 		p, err := run()
 		if err != nil {
@@ -155,11 +155,11 @@ func TestScenariosRun(t *testing.T) {
 		}
 	}
 	for _, run := range []func() (bench.Latency, error){
-		func() (bench.Latency, error) { return bench.EndToEnd(ctx, js, 20) },
-		func() (bench.Latency, error) { return bench.Redelivery(ctx, js, 1, 300*time.Millisecond, false, nil) },
-		func() (bench.Latency, error) { return bench.Redelivery(ctx, js, 1, 300*time.Millisecond, true, nil) },
-		func() (bench.Latency, error) { return bench.LockUncontended(ctx, js, 20) },
-		func() (bench.Latency, error) { return bench.LockHandoff(ctx, js, 16, nil) },
+		func() (bench.Latency, error) { return bench.EndToEnd(ctx, e, 20) },
+		func() (bench.Latency, error) { return bench.Redelivery(ctx, e, 1, 300*time.Millisecond, false) },
+		func() (bench.Latency, error) { return bench.Redelivery(ctx, e, 1, 300*time.Millisecond, true) },
+		func() (bench.Latency, error) { return bench.LockUncontended(ctx, e, 20) },
+		func() (bench.Latency, error) { return bench.LockHandoff(ctx, e, 16) },
 	} {
 		l, err := run()
 		if err != nil {
@@ -169,7 +169,7 @@ func TestScenariosRun(t *testing.T) {
 			t.Fatalf("%s: no latency measured: %+v", l.Scenario, l)
 		}
 	}
-	r, err := bench.RunBacklog(ctx, js, bench.BacklogConfig{Base: 200, N: 500, Concurrency: 4, Prefetch: 16}, nil)
+	r, err := bench.RunBacklog(ctx, e, bench.BacklogConfig{Base: 200, N: 500, Concurrency: 4, Prefetch: 16}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,14 @@ import (
 
 // EnqueueSingle enqueues n jobs one at a time, waiting for each acknowledgement:
 // producer.Enqueue against js.Publish with a message id (the raw way to get dedup).
-func EnqueueSingle(ctx context.Context, js jetstream.JetStream, n int) (Pair, error) {
+func EnqueueSingle(ctx context.Context, env Env, n int) (Pair, error) {
 	res := Pair{Scenario: "enqueue single", N: n}
-	p, err := producer.New(ctx, js, queueName("bench-es"))
+	js := env.JS
+	p, err := producer.New(ctx, js, queueName("bench-es"), producer.Replicas(env.replicas()))
 	if err != nil {
 		return res, err
 	}
-	raw, err := rawQueue(ctx, js, "bench-es-raw")
+	raw, err := rawQueue(ctx, env, "bench-es-raw")
 	if err != nil {
 		return res, err
 	}
@@ -51,13 +52,14 @@ func EnqueueSingle(ctx context.Context, js jetstream.JetStream, n int) (Pair, er
 
 // EnqueueBatch enqueues n jobs pipelined: producer.EnqueueBatch against
 // js.PublishAsync with a message id, waiting for every acknowledgement.
-func EnqueueBatch(ctx context.Context, js jetstream.JetStream, n int) (Pair, error) {
+func EnqueueBatch(ctx context.Context, env Env, n int) (Pair, error) {
 	res := Pair{Scenario: "enqueue batch", N: n}
-	p, err := producer.New(ctx, js, queueName("bench-eb"))
+	js := env.JS
+	p, err := producer.New(ctx, js, queueName("bench-eb"), producer.Replicas(env.replicas()))
 	if err != nil {
 		return res, err
 	}
-	raw, err := rawQueue(ctx, js, "bench-eb-raw")
+	raw, err := rawQueue(ctx, env, "bench-eb-raw")
 	if err != nil {
 		return res, err
 	}

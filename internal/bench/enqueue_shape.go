@@ -17,8 +17,9 @@ import (
 // with PublishAsync, all acks awaited, in rounds like
 // EnqueueBatch. Its rate is the RawSame of the batch enqueue scenario: workq over it
 // is workq's own overhead, it over the plain raw rate is the price of the job format.
-func EnqueueBatchSameShape(ctx context.Context, js jetstream.JetStream, n int) (float64, error) {
-	raw, err := rawQueue(ctx, js, "bench-ebs-raw")
+func EnqueueBatchSameShape(ctx context.Context, env Env, n int) (float64, error) {
+	js := env.JS
+	raw, err := rawQueue(ctx, env, "bench-ebs-raw")
 	if err != nil {
 		return 0, err
 	}

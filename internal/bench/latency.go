@@ -67,15 +67,16 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // that acks, until the message is gone from the stream. Both sides notice the end
 // the same way: a loop asking the server for the stream's message count, so the
 // observation costs both the same (about one round trip of resolution).
-func EndToEnd(ctx context.Context, js jetstream.JetStream, n int) (Latency, error) {
+func EndToEnd(ctx context.Context, env Env, n int) (Latency, error) {
 	res := Latency{Scenario: "end-to-end latency", N: n}
+	js := env.JS
 
 	// Raw: publish, consume, confirmed ack.
-	raw, err := rawQueue(ctx, js, "bench-l-raw")
+	raw, err := rawQueue(ctx, env, "bench-l-raw")
 	if err != nil {
 		return res, err
 	}
-	c, err := queue.EnsureConsumer(ctx, raw.Stream, queue.ConsumerConfig(raw.Names, 30*time.Second, 1000, 1))
+	c, err := rawConsumer(ctx, env, raw, 30*time.Second, 1000)
 	if err != nil {
 		return res, err
 	}
@@ -87,11 +88,12 @@ func EndToEnd(ctx context.Context, js jetstream.JetStream, n int) (Latency, erro
 
 	// workq: producer.Enqueue, a worker with an empty handler.
 	q := queueName("bench-l")
-	p, err := producer.New(ctx, js, q)
+	p, err := producer.New(ctx, js, q, producer.Replicas(env.replicas()))
 	if err != nil {
 		return res, err
 	}
-	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }), consumer.Logger(quiet()))
+	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }),
+		consumer.Replicas(env.replicas()), consumer.Logger(quiet()))
 	if err != nil {
 		return res, err
 	}

@@ -17,11 +17,12 @@ import (
 // admitted, a 1 s window), against the raw equivalent, a plain js.Publish from 16
 // goroutines to a stream of the same shape (memory, MaxMsgsPerSubject, Discard New
 // per subject, MaxAge = window). Interleaved in rounds.
-func Limiter(ctx context.Context, js jetstream.JetStream, n int) (Pair, error) {
+func Limiter(ctx context.Context, env Env, n int) (Pair, error) {
 	const goroutines = 16
 	res := Pair{Scenario: fmt.Sprintf("limiter allow x%d", goroutines), N: n}
+	js := env.JS
 	bucket := queueName("BENCH_LOCKS")
-	l, err := kvlock.New(ctx, js, kvlock.Bucket(bucket))
+	l, err := kvlock.New(ctx, js, kvlock.Bucket(bucket), kvlock.Replicas(env.replicas()))
 	if err != nil {
 		return res, err
 	}
@@ -33,7 +34,7 @@ func Limiter(ctx context.Context, js jetstream.JetStream, n int) (Pair, error) {
 	rawName := queueName("BENCH_RAW_LIMIT")
 	rawSubj := "bench.limit." + rawName
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
-		Name: rawName, Subjects: []string{rawSubj}, Storage: jetstream.MemoryStorage,
+		Name: rawName, Subjects: []string{rawSubj}, Storage: jetstream.MemoryStorage, Replicas: env.replicas(),
 		MaxMsgsPerSubject: 1 << 30, MaxAge: time.Second, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
 		Duplicates: time.Second, AllowDirect: true,
 	}); err != nil {

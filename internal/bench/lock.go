@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jsx"
@@ -17,10 +16,11 @@ import (
 // LockUncontended measures one acquire plus one release of a free lock, n times each
 // side, interleaved: kvlock Acquire+Release against the raw KV equivalent, Create
 // (with a per-key TTL, as a lock needs) then Delete on the revision created.
-func LockUncontended(ctx context.Context, js jetstream.JetStream, n int) (Latency, error) {
+func LockUncontended(ctx context.Context, env Env, n int) (Latency, error) {
 	res := Latency{Scenario: "lock acquire+release", N: n}
+	js := env.JS
 	bucket := queueName("BENCH_LOCKS")
-	l, err := kvlock.New(ctx, js, kvlock.Bucket(bucket))
+	l, err := kvlock.New(ctx, js, kvlock.Bucket(bucket), kvlock.Replicas(env.replicas()))
 	if err != nil {
 		return res, err
 	}
@@ -62,18 +62,17 @@ func LockUncontended(ctx context.Context, js jetstream.JetStream, n int) (Latenc
 // a sample is the time from a holder's release to the next holder's grant, for
 // grants to a holder that was already waiting. The raw equivalent: the same loop
 // with a KV Create, and on conflict a watcher on the key that creates it again when
-// the key is deleted. dial may be nil (nats.Connect).
-func LockHandoff(ctx context.Context, js jetstream.JetStream, n int, dial Dial) (Latency, error) {
+// the key is deleted. The holders connect with env.Dial to env.URL (on a cluster, to
+// any node).
+func LockHandoff(ctx context.Context, env Env, n int) (Latency, error) {
 	res := Latency{Scenario: "lock handoff (4 contenders)", N: n}
-	if dial == nil {
-		dial = func(_ context.Context, url string) (*nats.Conn, error) { return nats.Connect(url) }
-	}
+	js := env.JS
 	bucket := queueName("BENCH_LOCKS")
 	const holders = 4
 	lockers := make([]*kvlock.Locker, holders)
 	kvs := make([]jetstream.KeyValue, holders)
 	for i := range holders {
-		nc, err := dial(ctx, js.Conn().ConnectedUrl())
+		nc, err := env.dial(ctx, env.url())
 		if err != nil {
 			return res, err
 		}
@@ -82,7 +81,7 @@ func LockHandoff(ctx context.Context, js jetstream.JetStream, n int, dial Dial) 
 		if err != nil {
 			return res, err
 		}
-		if lockers[i], err = kvlock.New(ctx, hjs, kvlock.Bucket(bucket)); err != nil {
+		if lockers[i], err = kvlock.New(ctx, hjs, kvlock.Bucket(bucket), kvlock.Replicas(env.replicas())); err != nil {
 			return res, err
 		}
 		if kvs[i], err = hjs.KeyValue(ctx, bucket); err != nil {

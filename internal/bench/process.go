@@ -23,7 +23,8 @@ import (
 // are timed until the stream is empty, that is until every ack has landed.
 //
 // prefetch 0 leaves the worker's default (adaptive).
-func Process(ctx context.Context, js jetstream.JetStream, n, concurrency, prefetch int, fenced bool) (Pair, error) {
+func Process(ctx context.Context, env Env, n, concurrency, prefetch int, fenced bool) (Pair, error) {
+	js := env.JS
 	name := "process unfenced"
 	if fenced {
 		name = "process fenced"
@@ -33,26 +34,26 @@ func Process(ctx context.Context, js jetstream.JetStream, n, concurrency, prefet
 		res.Scenario += fmt.Sprintf(" prefetch=%d", prefetch)
 	}
 
-	raw, err := rawQueue(ctx, js, "bench-p-raw")
+	raw, err := rawQueue(ctx, env, "bench-p-raw")
 	if err != nil {
 		return res, err
 	}
 	if err := rawPublishAsync(ctx, js, raw.Names.JobsSubject, n); err != nil {
 		return res, err
 	}
-	d, err := rawConsume(ctx, raw, n)
+	d, err := rawConsume(ctx, env, raw, n)
 	if err != nil {
 		return res, err
 	}
 	res.Raw = rate(n, d)
 	if fenced {
-		if res.RawSame, err = rawFenced(ctx, js, n, concurrency, prefetch); err != nil {
+		if res.RawSame, err = rawFenced(ctx, env, n, concurrency, prefetch); err != nil {
 			return res, err
 		}
 	}
 
 	q := queueName("bench-p")
-	opts := []consumer.Option{consumer.Concurrency(concurrency), consumer.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	opts := []consumer.Option{consumer.Concurrency(concurrency), consumer.Replicas(env.replicas()), consumer.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	if !fenced {
 		opts = append(opts, consumer.Unfenced())
 	}
@@ -92,8 +93,8 @@ func Process(ctx context.Context, js jetstream.JetStream, n, concurrency, prefet
 
 // rawConsume drains the raw queue with the workers' consumer config and a Consume
 // callback that acks, returning the time until the stream is empty.
-func rawConsume(ctx context.Context, raw *queue.Objects, n int) (time.Duration, error) {
-	c, err := queue.EnsureConsumer(ctx, raw.Stream, queue.ConsumerConfig(raw.Names, 30*time.Second, 10000, 1))
+func rawConsume(ctx context.Context, env Env, raw *queue.Objects, n int) (time.Duration, error) {
+	c, err := rawConsumer(ctx, env, raw, 30*time.Second, 10000)
 	if err != nil {
 		return 0, err
 	}
@@ -120,15 +121,16 @@ func rawConsume(ctx context.Context, raw *queue.Objects, n int) (time.Duration, 
 // rawFenced is the raw JetStream doing what a fenced first attempt does: consume, and
 // per message one compare-and-set KV write (create) awaited, then a confirmed ack;
 // pipelined like the worker (a goroutine per message, 4×concurrency writes in flight).
-func rawFenced(ctx context.Context, js jetstream.JetStream, n, concurrency, prefetch int) (float64, error) {
-	raw, err := rawQueue(ctx, js, "bench-pf-raw")
+func rawFenced(ctx context.Context, env Env, n, concurrency, prefetch int) (float64, error) {
+	js := env.JS
+	raw, err := rawQueue(ctx, env, "bench-pf-raw")
 	if err != nil {
 		return 0, err
 	}
 	if err := rawPublishAsync(ctx, js, raw.Names.JobsSubject, n); err != nil {
 		return 0, err
 	}
-	c, err := queue.EnsureConsumer(ctx, raw.Stream, queue.ConsumerConfig(raw.Names, 30*time.Second, 10000, 1))
+	c, err := rawConsumer(ctx, env, raw, 30*time.Second, 10000)
 	if err != nil {
 		return 0, err
 	}

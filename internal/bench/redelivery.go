@@ -15,10 +15,6 @@ import (
 	"github.com/workq/workq/testenv"
 )
 
-// Dial connects to a server URL the way the caller connects (credentials, TLS). The
-// redelivery scenario uses it to put the stalling worker behind a proxy.
-type Dial func(ctx context.Context, url string) (*nats.Conn, error)
-
 // Redelivery measures how long a stalled worker's job takes to reach another worker:
 // from the moment the first worker freezes (its link to the server stops, as in a
 // long GC pause or a partition; its heartbeats stop with it) to the moment a second
@@ -26,7 +22,8 @@ type Dial func(ctx context.Context, url string) (*nats.Conn, error)
 // JetStream's own redelivery of an unacked message under the same stall: a Consume
 // behind a proxy receives the message, the proxy freezes with that Consume still
 // open, and another Consume on the same consumer receives the redelivery. samples
-// rounds each, a fresh queue per round. dial may be nil (nats.Connect).
+// rounds each, a fresh queue per round. The stalling side connects with env.Dial
+// through a proxy to the node JS is connected to.
 //
 // With crash, the first worker's connection closes instead (a process that died):
 // the server drops its pull requests at once.
@@ -34,22 +31,19 @@ type Dial func(ctx context.Context, url string) (*nats.Conn, error)
 // A frozen client still has a pull request outstanding at the server, which does
 // not know it is frozen: the first redelivery can go to that request and be lost in
 // the frozen link, and the job then waits for a second AckWait. Both sides see this.
-func Redelivery(ctx context.Context, js jetstream.JetStream, samples int, ackWait time.Duration, crash bool, dial Dial) (Latency, error) {
+func Redelivery(ctx context.Context, env Env, samples int, ackWait time.Duration, crash bool) (Latency, error) {
 	res := Latency{Scenario: fmt.Sprintf("redelivery after stall ackwait=%s", ackWait), N: samples, Bound: ackWait}
 	if crash {
 		res.Scenario = fmt.Sprintf("redelivery after crash ackwait=%s", ackWait)
 	}
-	if dial == nil {
-		dial = func(_ context.Context, url string) (*nats.Conn, error) { return nats.Connect(url) }
-	}
 	var rl, wl []time.Duration
 	for range samples {
-		d, err := rawRedelivery(ctx, js, ackWait, crash, dial)
+		d, err := rawRedelivery(ctx, env, ackWait, crash)
 		if err != nil {
 			return res, fmt.Errorf("raw redelivery: %w", err)
 		}
 		rl = append(rl, d)
-		d, err = workqRedelivery(ctx, js, ackWait, crash, dial)
+		d, err = workqRedelivery(ctx, env, ackWait, crash)
 		if err != nil {
 			return res, fmt.Errorf("workq redelivery: %w", err)
 		}
@@ -59,13 +53,14 @@ func Redelivery(ctx context.Context, js jetstream.JetStream, samples int, ackWai
 	return res, nil
 }
 
-func rawRedelivery(ctx context.Context, js jetstream.JetStream, ackWait time.Duration, crash bool, dial Dial) (time.Duration, error) {
-	raw, err := rawQueue(ctx, js, "bench-r-raw")
+func rawRedelivery(ctx context.Context, env Env, ackWait time.Duration, crash bool) (time.Duration, error) {
+	js := env.JS
+	raw, err := rawQueue(ctx, env, "bench-r-raw")
 	if err != nil {
 		return 0, err
 	}
 	defer cleanupQueue(js, raw.Names)
-	c, err := queue.EnsureConsumer(ctx, raw.Stream, queue.ConsumerConfig(raw.Names, ackWait, 1000, 1))
+	c, err := rawConsumer(ctx, env, raw, ackWait, 1000)
 	if err != nil {
 		return 0, err
 	}
@@ -75,7 +70,7 @@ func rawRedelivery(ctx context.Context, js jetstream.JetStream, ackWait time.Dur
 	// The consumer that stalls is behind a proxy, exactly like the workq worker that
 	// stalls: it receives the message, then its link freezes with its Consume (and
 	// its pull request) still open, as in a GC pause or a partition.
-	proxy, nc, jsa, err := behindProxy(ctx, js, dial)
+	proxy, nc, jsa, err := behindProxy(ctx, env)
 	if err != nil {
 		return 0, err
 	}
@@ -132,24 +127,26 @@ func rawRedelivery(ctx context.Context, js jetstream.JetStream, ackWait time.Dur
 	}
 }
 
-func workqRedelivery(ctx context.Context, js jetstream.JetStream, ackWait time.Duration, crash bool, dial Dial) (time.Duration, error) {
+func workqRedelivery(ctx context.Context, env Env, ackWait time.Duration, crash bool) (time.Duration, error) {
+	js := env.JS
 	q := queueName("bench-r")
 	names, _ := queue.NamesFor(q)
 	defer cleanupQueue(js, names)
-	p, err := producer.New(ctx, js, q)
+	p, err := producer.New(ctx, js, q, producer.Replicas(env.replicas()))
 	if err != nil {
 		return 0, err
 	}
 	if _, err := p.Enqueue(ctx, payload); err != nil {
 		return 0, err
 	}
-	proxy, nc, jsa, err := behindProxy(ctx, js, dial)
+	proxy, nc, jsa, err := behindProxy(ctx, env)
 	if err != nil {
 		return 0, err
 	}
 	defer proxy.Close()
 	defer nc.Close()
-	opts := []consumer.Option{consumer.AckWait(ackWait), consumer.Concurrency(1), consumer.Logger(quiet()), consumer.DrainTimeout(time.Second)}
+	opts := []consumer.Option{consumer.AckWait(ackWait), consumer.Concurrency(1), consumer.Replicas(env.replicas()),
+		consumer.Logger(quiet()), consumer.DrainTimeout(time.Second)}
 	stalled := make(chan time.Time, 1)
 	redelivered := make(chan time.Time, 1)
 	release := make(chan struct{}) // closed when the measurement is done: the stalled worker wakes up
@@ -222,16 +219,15 @@ func workqRedelivery(ctx context.Context, js jetstream.JetStream, ackWait time.D
 	}
 }
 
-// cleanupQueue deletes a queue's streams and bucket so that many small scenarios do
-// not pile up on a shared server. Best effort.
-// behindProxy connects to js's server through a fault-injection proxy, so that the
-// connection can be frozen (proxy.Pause) or cut (nc.Close).
-func behindProxy(ctx context.Context, js jetstream.JetStream, dial Dial) (*testenv.Proxy, *nats.Conn, jetstream.JetStream, error) {
-	proxy, err := testenv.NewProxy(js.Conn().ConnectedUrl())
+// behindProxy connects to env.JS's server (on a cluster, the node it is connected
+// to) through a fault-injection proxy, so that the connection can be frozen
+// (proxy.Pause) or cut (nc.Close).
+func behindProxy(ctx context.Context, env Env) (*testenv.Proxy, *nats.Conn, jetstream.JetStream, error) {
+	proxy, err := testenv.NewProxy(env.JS.Conn().ConnectedUrl())
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	nc, err := dial(ctx, proxy.URL())
+	nc, err := env.dial(ctx, proxy.URL())
 	if err != nil {
 		proxy.Close()
 		return nil, nil, nil, fmt.Errorf("connect through the proxy: %w", err)
@@ -245,6 +241,8 @@ func behindProxy(ctx context.Context, js jetstream.JetStream, dial Dial) (*teste
 	return proxy, nc, jsa, nil
 }
 
+// cleanupQueue deletes a queue's streams and bucket so that many small scenarios do
+// not pile up on a shared server. Best effort.
 func cleanupQueue(js jetstream.JetStream, n queue.Names) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
