@@ -15,8 +15,10 @@ func TestBenchScenarios(t *testing.T) {
 		"--jobs", "200", "--samples", "10", "--concurrency", "4", "--redeliveries", "1", "--ack-wait", "300ms",
 		"--backlog", "400", "--backlog-base", "200", "--backlog-concurrency", "4", "--backlog-prefetch", "16")
 	var rep struct {
-		Runs    int `json:"runs"`
-		Results []struct {
+		Runs     int    `json:"runs"`
+		Server   string `json:"server"`
+		Replicas int    `json:"replicas"`
+		Results  []struct {
 			Scenario string  `json:"scenario"`
 			Metric   string  `json:"metric"`
 			Workq    float64 `json:"workq"`
@@ -26,6 +28,9 @@ func TestBenchScenarios(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json output is not JSON (%v): %s", err, out)
+	}
+	if want := serverURL + ", R1"; rep.Server != want || rep.Replicas != 1 {
+		t.Errorf("server %q, replicas %d; want %q, 1", rep.Server, rep.Replicas, want)
 	}
 	seen := map[string]bool{}
 	for _, r := range rep.Results {
@@ -54,4 +59,84 @@ func TestBenchScenarios(t *testing.T) {
 
 	r := wq(t, "", "bench", "--scenario", "nope")
 	oneLine(t, r, 2, "--scenario", "nope")
+}
+
+// TestBenchEmbedded runs two cheap scenarios on each server `workq bench` can start
+// itself — the single node fsyncing every write, and a 3-node cluster with every
+// stream, bucket and consumer at R3 — and checks that the report says which server
+// it was and that every figure comes out beside raw JetStream's (process-fenced also
+// beside raw doing the same work), never how fast they are.
+func TestBenchEmbedded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		flags    []string
+		server   string
+		replicas int
+	}{
+		{"sync-always", []string{"--sync-always"}, "embedded, sync always (file storage in ", 1},
+		{"cluster", []string{"--cluster", "3"}, "embedded 3-node cluster, R3, lazy fsync (file storage in ", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"bench", "--json", "--scenario", "enqueue-batch,process-fenced",
+				"--jobs", "200", "--concurrency", "4"}, tc.flags...)
+			out := ok(t, "", args...)
+			var rep struct {
+				Server   string `json:"server"`
+				Replicas int    `json:"replicas"`
+				Results  []struct {
+					Scenario  string  `json:"scenario"`
+					Metric    string  `json:"metric"`
+					Workq     float64 `json:"workq"`
+					Raw       float64 `json:"raw"`
+					Ratio     float64 `json:"ratio"`
+					RawSame   float64 `json:"raw_same"`
+					RatioSame float64 `json:"ratio_same"`
+				} `json:"results"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("--json output is not JSON (%v): %s", err, out)
+			}
+			if !strings.HasPrefix(rep.Server, tc.server) || rep.Replicas != tc.replicas {
+				t.Errorf("server %q, replicas %d; want %q…, %d", rep.Server, rep.Replicas, tc.server, tc.replicas)
+			}
+			seen := map[string]bool{}
+			for _, r := range rep.Results {
+				seen[strings.Fields(r.Scenario)[0]+" "+strings.Fields(r.Scenario)[1]] = true
+				if r.Workq <= 0 || r.Raw <= 0 || r.Ratio <= 0 {
+					t.Errorf("%s %s: workq %v, raw %v, ratio %v; want all three", r.Scenario, r.Metric, r.Workq, r.Raw, r.Ratio)
+				}
+				// Both scenarios also measure raw doing what workq does.
+				if r.RawSame <= 0 || r.RatioSame <= 0 {
+					t.Errorf("%s %s: raw doing the same %v, ratio %v; want both", r.Scenario, r.Metric, r.RawSame, r.RatioSame)
+				}
+			}
+			if !seen["enqueue batch"] || !seen["process fenced"] {
+				t.Errorf("want results for enqueue batch and process fenced: %s", out)
+			}
+		})
+	}
+}
+
+// TestBenchServerFlags: the flags that choose the server are checked before anything
+// starts, each mistake in one clear line.
+func TestBenchServerFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		what []string
+	}{
+		{[]string{"--cluster", "1"}, []string{"--cluster 1", "3 to 5"}},
+		{[]string{"--cluster", "2"}, []string{"--cluster 2", "3 to 5"}},
+		{[]string{"--cluster", "6"}, []string{"--cluster 6", "3 to 5"}},
+		{[]string{"--replicas", "3"}, []string{"--replicas 3", "single node", "--cluster"}},
+		{[]string{"--cluster", "3", "--replicas", "5"}, []string{"--replicas 5", "--cluster 3"}},
+		{[]string{"--replicas", "0", "--server", serverURL}, []string{"--replicas 0", "1 to 5"}},
+		{[]string{"--cluster", "3", "--server", serverURL}, []string{"--cluster", "--server"}},
+		{[]string{"--sync-always", "--server", serverURL}, []string{"--sync-always", "--server"}},
+	} {
+		r := wq(t, "", append([]string{"bench"}, tc.args...)...)
+		oneLine(t, r, 2, tc.what...)
+	}
 }
