@@ -40,6 +40,9 @@ type Objects struct {
 	Stream  jetstream.Stream
 	Dead    jetstream.Stream
 	Records jetstream.KeyValue
+	// AtomicJobs and AtomicRecords say whether the jobs stream and the records
+	// bucket's stream take atomic batch publishes (group commit needs them).
+	AtomicJobs, AtomicRecords bool
 }
 
 // Provision creates the queue's streams and bucket if they are missing and checks
@@ -99,7 +102,18 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 			Storage:     storage,
 			Replicas:    replicas,
 		}, asked)
-		return err
+		if err != nil {
+			return err
+		}
+		o.AtomicJobs = allowAtomic(ctx, js, o.Stream.CachedInfo().Config)
+		st, err := o.Records.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+			o.AtomicRecords = allowAtomic(ctx, js, bs.StreamInfo().Config)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("provision queue %s: %w", n.Queue, err)

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/groupcommit"
 	"github.com/workq/workq/internal/jsx"
 )
 
@@ -30,11 +32,15 @@ var ErrConflict = errors.New("job record changed")
 // that lags (one restarting after a crash) serves an older record: a claim or a fence
 // that decides on it could let a superseded run pass. On a single replica the two are
 // the same, and the direct get is cheaper.
+//
+// Writes go through Group when it is set: the writes of many concurrent jobs then
+// share atomic batches (see package groupcommit), with fencing unchanged.
 type Store struct {
 	JS           jetstream.JetStream
 	KV           jetstream.KeyValue
 	Bucket       string
 	Linearizable bool
+	Group        *groupcommit.Writer
 }
 
 // NewStore returns the store of bucket, with linearizable reads when the bucket has
@@ -141,7 +147,7 @@ func apiPrefix(js jetstream.JetStream) string {
 // Create writes r if id has no live record; r.Revision is set to the new revision. It
 // fails with ErrConflict otherwise.
 func (s Store) Create(ctx context.Context, r *Record) error {
-	err := s.write(ctx, r, jetstream.WithExpectLastSequencePerSubject(0))
+	err := s.write(ctx, r, expectRevision(0))
 	if !errors.Is(err, ErrConflict) {
 		return err
 	}
@@ -165,22 +171,32 @@ func (s Store) Create(ctx context.Context, r *Record) error {
 // Update writes r if the record is still at revision prev; r.Revision is set to the
 // new revision. It fails with ErrConflict otherwise.
 func (s Store) Update(ctx context.Context, r *Record, prev uint64) error {
-	return s.write(ctx, r, jetstream.WithExpectLastSequencePerSubject(prev))
+	return s.write(ctx, r, expectRevision(prev))
 }
 
 // Put writes r whatever is there (the unfenced path).
 func (s Store) Put(ctx context.Context, r *Record) error {
-	return s.write(ctx, r)
+	return s.write(ctx, r, nil)
 }
 
-func (s Store) write(ctx context.Context, r *Record, opts ...jetstream.PublishOpt) error {
+// expectRevision is the header that makes a write a compare-and-set on the key's
+// revision (0: the key has no live record).
+func expectRevision(rev uint64) nats.Header {
+	return nats.Header{jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(rev, 10)}}
+}
+
+func (s Store) write(ctx context.Context, r *Record, h nats.Header) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	msg := &nats.Msg{Subject: "$KV." + s.Bucket + "." + r.ID, Data: b}
+	msg := &nats.Msg{Subject: "$KV." + s.Bucket + "." + r.ID, Data: b, Header: h}
 	var ack *jetstream.PubAck
-	f, err := s.JS.PublishMsgAsync(msg, opts...)
+	if s.Group != nil {
+		ack, err = s.Group.PublishMsg(ctx, msg)
+		return s.written(r, ack, err)
+	}
+	f, err := s.JS.PublishMsgAsync(msg)
 	if err == nil {
 		select {
 		case ack = <-f.Ok():
@@ -191,8 +207,13 @@ func (s Store) write(ctx context.Context, r *Record, opts ...jetstream.PublishOp
 	} else if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
 		// The connection's async window is full (other publishers share it): wait
 		// for this one write instead.
-		ack, err = s.JS.PublishMsg(ctx, msg, opts...)
+		ack, err = s.JS.PublishMsg(ctx, msg)
 	}
+	return s.written(r, ack, err)
+}
+
+// written sets r's revision from a write's acknowledgement, or classifies its error.
+func (s Store) written(r *Record, ack *jetstream.PubAck, err error) error {
 	if jsx.IsConflict(err) {
 		return fmt.Errorf("%w: %s: %w", ErrConflict, r.ID, err)
 	}

@@ -1,0 +1,21 @@
+package queue
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// allowAtomic turns on atomic batch publishes (ADR-50) on stream s if they are off,
+// and reports whether the stream takes them. Group commit needs them; a stream that
+// cannot have them (a server older than 2.12 drops the setting, a user without the
+// right to update streams is refused) only means single writes, so failures are
+// not errors.
+func allowAtomic(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) bool {
+	if cfg.AllowAtomicPublish {
+		return true
+	}
+	cfg.AllowAtomicPublish = true
+	s, err := js.UpdateStream(ctx, cfg)
+	return err == nil && s.CachedInfo().Config.AllowAtomicPublish
+}
