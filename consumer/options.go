@@ -34,6 +34,7 @@ type config struct {
 	middleware    []Middleware
 	queue         queue.Config
 	registerer    prometheus.Registerer
+	groupCommit   *bool
 }
 
 func defaults() config {
@@ -296,6 +297,22 @@ func Replicas(n int) Option {
 		c.queue.Replicas = n
 		return nil
 	}
+}
+
+// GroupCommit sets whether the record writes of concurrent jobs (claims, commits,
+// failures) share atomic batch publishes, one server write for many jobs, instead
+// of one write each. Batches form only when writes queue up, so a lone job pays
+// nothing; a batch refused because one job's compare-and-set lost is sent again
+// job by job, so fencing is unchanged.
+//
+// Default: on when the queue has more than one replica (batches are cheaper to
+// replicate than single writes at any load), off on a single replica. Turn it on
+// for a single server that fsyncs every write (sync_interval: always), where it
+// multiplies durable throughput; leave it off on a single server with the default
+// lazy fsync, where the server's staging of each batch costs more than it saves.
+// It needs a server of version 2.12 or later; older ones get single writes.
+func GroupCommit(on bool) Option {
+	return func(c *config) error { c.groupCommit = &on; return nil }
 }
 
 // MemoryStorage creates the queue in server memory if the worker creates it (see

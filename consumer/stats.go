@@ -18,6 +18,12 @@ type Stats struct {
 	Heartbeats  uint64 // progress reports sent
 	Redelivered uint64 // deliveries with a delivery count above 1
 	Errors      uint64 // server errors that kept an outcome from being written (the job is redelivered)
+	// GroupCommits and GroupCommitted count, with GroupCommit on, the atomic batches
+	// the worker's record writes went out in and the writes they held; the other
+	// writes went out one by one (alone, or in a batch the server refused because one
+	// of its compare-and-sets lost).
+	GroupCommits   uint64
+	GroupCommitted uint64
 }
 
 type counters struct {

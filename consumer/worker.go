@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/groupcommit"
 	"github.com/workq/workq/internal/jsx"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
@@ -102,6 +103,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	if err != nil {
 		return nil, fmt.Errorf("consumer: queue %s: %w", names.Queue, err)
 	}
+	records.Group = groupcommit.For(js, cfg.groupCommit, objs.Stream.CachedInfo().Config.Replicas, objs.AtomicRecords)
 	w := &Worker{
 		js: js, names: names, objects: objs, records: records,
 		handler: Chain(h, cfg.middleware...), cfg: cfg, metrics: m,
@@ -130,7 +132,14 @@ func (w *Worker) ensureConsumer(ctx context.Context) (jetstream.Consumer, queue.
 }
 
 // Stats returns the worker's counters.
-func (w *Worker) Stats() Stats { return w.stats.snapshot() }
+func (w *Worker) Stats() Stats {
+	s := w.stats.snapshot()
+	if g := w.records.Group; g != nil {
+		gs := g.Stats()
+		s.GroupCommits, s.GroupCommitted = gs.Batches, gs.Batched
+	}
+	return s
+}
 
 // Name is the worker's name.
 func (w *Worker) Name() string { return w.cfg.name }
@@ -154,7 +163,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancelHandlers(nil)
 
 	// Each of the concurrency goroutines is a handler slot: it takes a delivery,
-	// claims and runs it. Fenced outcomes (commit, confirmed ack) are written in the
+	// claims and runs it. Fenced outcomes (commit, ack) are written in the
 	// background so the slot moves on at once; finishing bounds how many are pending.
 	w.finishing = make(chan struct{}, 4*w.cfg.concurrency)
 	p := w.newPuller()
@@ -183,6 +192,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stop.Stop()
 	slots.Wait()
 	w.finishers.Wait()
+	// Acks and naks are sent without waiting for replies: make sure the last ones
+	// have reached the server before the caller closes the connection.
+	_ = w.js.Conn().FlushTimeout(time.Second)
 	if fetchErr != nil {
 		return fmt.Errorf("consumer: queue %s: %w", w.names.Queue, fetchErr)
 	}
