@@ -26,7 +26,7 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 	switch v {
 	case alreadyDone:
 		w.stats.alreadyDone.Add(1)
-		w.ack(ctx, j)
+		w.ack(j)
 		return
 	case alreadyDead:
 		j.attempt = j.claim.Attempt
@@ -178,25 +178,19 @@ func (w *Worker) commit(ctx context.Context, j *Job) {
 	}
 	w.stats.committed.Add(1)
 	j.metrics.committed.Inc()
-	w.ack(ctx, j)
+	w.ack(j)
 }
 
-// ack acknowledges the delivery and waits for the server to confirm. If it cannot,
-// the job comes back, finds its record done and is acked then.
-func (w *Worker) ack(ctx context.Context, j *Job) {
+// ack acknowledges the delivery without waiting for the server to confirm it. The
+// job's record says done already, and the record is the truth: an ack that is lost
+// only means that the job comes back after AckWait, finds its record done and is
+// acked then, without running. Waiting for the confirmation would cost a reply per
+// job and hold the delivery's goroutine for a round trip (on a server that fsyncs
+// every write, for the fsync of the job's removal from the stream).
+func (w *Worker) ack(j *Job) {
 	j.lease.stop()
-	wctx, cancel := w.writeContext(ctx)
-	defer cancel()
-	for {
-		actx, c := context.WithTimeout(wctx, 2*time.Second)
-		err := j.msg.DoubleAck(actx)
-		c()
-		if err == nil || wctx.Err() != nil || !jsx.Transient(err) {
-			if err != nil {
-				w.log.Warn("ack not confirmed; the job will be redelivered and acked then", "job", j.id, "err", err)
-			}
-			return
-		}
+	if err := j.msg.Ack(); err != nil {
+		w.log.Warn("ack not sent; the job will be redelivered and acked then", "job", j.id, "err", err)
 	}
 }
 
