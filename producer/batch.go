@@ -113,7 +113,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 			settle()
 		}
 		for {
-			fut, err := p.js.PublishMsgAsync(msg)
+			fut, err := p.publishAsync(ctx, msg)
 			if err == nil {
 				window = append(window, pending{i: i, msg: msg, fut: fut, sent: time.Now()})
 				break
@@ -140,6 +140,15 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 		return res, fmt.Errorf("producer: batch of %d on queue %s: %d failed: %w", len(jobs), p.names.Queue, failed, ErrBatch)
 	}
 	return res, nil
+}
+
+// publishAsync sends msg without waiting: through the group writer when there is
+// one, else as an async publish.
+func (p *Producer) publishAsync(ctx context.Context, msg *nats.Msg) (jetstream.PubAckFuture, error) {
+	if p.group != nil {
+		return p.group.Go(ctx, msg), nil
+	}
+	return p.js.PublishMsgAsync(msg)
 }
 
 // countBatch updates the metrics once a batch is settled.

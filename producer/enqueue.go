@@ -70,7 +70,11 @@ func (p *Producer) publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAc
 	var ack *jetstream.PubAck
 	err := jsx.Retry(ctx, func(ctx context.Context) error {
 		var err error
-		ack, err = p.js.PublishMsg(ctx, msg)
+		if p.group != nil {
+			ack, err = p.group.PublishMsg(ctx, msg)
+		} else {
+			ack, err = p.js.PublishMsg(ctx, msg)
+		}
 		return err
 	})
 	return ack, err

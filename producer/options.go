@@ -21,6 +21,7 @@ type config struct {
 	registerer  prometheus.Registerer
 	// replicaReads lets Status read records from any replica.
 	replicaReads bool
+	groupCommit  *bool
 }
 
 // Replicas sets the replica count of the queue's streams and bucket when this
@@ -142,3 +143,16 @@ func Header(key, value string) EnqueueOption {
 
 // MaxAttempts overrides the worker's attempt limit for this job. Default: the worker's.
 func MaxAttempts(n int) EnqueueOption { return func(j *Job) { j.MaxAttempts = n } }
+
+// GroupCommit sets whether enqueues share atomic batch publishes: the jobs of a
+// batch, and single enqueues from concurrent goroutines, are stored by one server
+// write for many jobs instead of one each. Batches form only when publishes queue
+// up, so a lone enqueue pays nothing. A batch the server refuses (it holds a job id
+// already enqueued) is sent again job by job, so duplicates are reported as without
+// it.
+//
+// Default: on when the queue has more than one replica, off on a single replica;
+// turn it on for a single server that fsyncs every write (sync_interval: always),
+// leave it off on one with the default lazy fsync (see consumer.GroupCommit). It
+// needs a server of version 2.12 or later; older ones get single publishes.
+func GroupCommit(on bool) Option { return func(c *config) error { c.groupCommit = &on; return nil } }

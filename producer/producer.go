@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/groupcommit"
 	"github.com/workq/workq/internal/jsx"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
@@ -43,6 +44,7 @@ type Producer struct {
 	names   queue.Names
 	objects *queue.Objects
 	records record.Store
+	group   *groupcommit.Writer // nil: single publishes
 	cfg     config
 	metrics *producerMetrics
 }
@@ -82,7 +84,8 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("producer: queue %s: %w", names.Queue, err)
 	}
-	return &Producer{js: js, names: names, objects: objs, records: records, cfg: cfg, metrics: m}, nil
+	group := groupcommit.For(js, cfg.groupCommit, objs.Stream.CachedInfo().Config.Replicas, objs.AtomicJobs)
+	return &Producer{js: js, names: names, objects: objs, records: records, group: group, cfg: cfg, metrics: m}, nil
 }
 
 // Queue is the queue's name.
