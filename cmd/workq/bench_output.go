@@ -11,8 +11,8 @@ import (
 // printBench prints the report as a table: medians, the spread of the ratio, and
 // whether each target was met.
 func printBench(w io.Writer, rep benchReport) error {
-	fmt.Fprintf(w, "workq bench: %s; %d CPU(s), %s/%s, %s; %d run(s), medians; took %s\n\n",
-		rep.Server, rep.Machine.CPUs, rep.Machine.OS, rep.Machine.Arch, rep.Machine.Go, rep.Runs, rep.Took)
+	fmt.Fprintf(w, "workq bench: %s; group commit %s; %d CPU(s), %s/%s, %s; %d run(s), medians; took %s\n\n",
+		rep.Server, rep.GroupCommit, rep.Machine.CPUs, rep.Machine.OS, rep.Machine.Arch, rep.Machine.Go, rep.Runs, rep.Took)
 	t := newTable(w, "SCENARIO", "METRIC", "WORKQ", "RAW", "RATIO", "SPREAD", "TARGET")
 	for _, r := range rep.Results {
 		raw, rat, spread := "-", "-", "-"

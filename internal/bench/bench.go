@@ -13,7 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/producer"
 )
 
 // Env is the server a scenario runs against and how it provisions what it creates.
@@ -30,6 +32,9 @@ type Env struct {
 	// Dial opens those connections the way the caller connects (credentials, TLS).
 	// nil means nats.Connect.
 	Dial Dial
+	// GroupCommit, when set, turns the workq side's group commit on or off
+	// (consumer.GroupCommit, producer.GroupCommit); nil leaves their default.
+	GroupCommit *bool
 }
 
 // Dial connects to a server URL the way the caller connects (credentials, TLS). The
@@ -38,6 +43,24 @@ type Dial func(ctx context.Context, url string) (*nats.Conn, error)
 
 // replicas is the replica count to create things with: at least 1.
 func (e Env) replicas() int { return max(e.Replicas, 1) }
+
+// producerOpts are the options every scenario's producer gets.
+func (e Env) producerOpts() []producer.Option {
+	opts := []producer.Option{producer.Replicas(e.replicas())}
+	if e.GroupCommit != nil {
+		opts = append(opts, producer.GroupCommit(*e.GroupCommit))
+	}
+	return opts
+}
+
+// workerOpts are the options every scenario's worker gets, before its own.
+func (e Env) workerOpts(more ...consumer.Option) []consumer.Option {
+	opts := []consumer.Option{consumer.Replicas(e.replicas())}
+	if e.GroupCommit != nil {
+		opts = append(opts, consumer.GroupCommit(*e.GroupCommit))
+	}
+	return append(opts, more...)
+}
 
 // url is where extra connections go.
 func (e Env) url() string {

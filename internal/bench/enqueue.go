@@ -17,7 +17,7 @@ import (
 func EnqueueSingle(ctx context.Context, env Env, n int) (Pair, error) {
 	res := Pair{Scenario: "enqueue single", N: n}
 	js := env.JS
-	p, err := producer.New(ctx, js, queueName("bench-es"), producer.Replicas(env.replicas()))
+	p, err := producer.New(ctx, js, queueName("bench-es"), env.producerOpts()...)
 	if err != nil {
 		return res, err
 	}
@@ -55,7 +55,7 @@ func EnqueueSingle(ctx context.Context, env Env, n int) (Pair, error) {
 func EnqueueBatch(ctx context.Context, env Env, n int) (Pair, error) {
 	res := Pair{Scenario: "enqueue batch", N: n}
 	js := env.JS
-	p, err := producer.New(ctx, js, queueName("bench-eb"), producer.Replicas(env.replicas()))
+	p, err := producer.New(ctx, js, queueName("bench-eb"), env.producerOpts()...)
 	if err != nil {
 		return res, err
 	}

@@ -88,12 +88,12 @@ func EndToEnd(ctx context.Context, env Env, n int) (Latency, error) {
 
 	// workq: producer.Enqueue, a worker with an empty handler.
 	q := queueName("bench-l")
-	p, err := producer.New(ctx, js, q, producer.Replicas(env.replicas()))
+	p, err := producer.New(ctx, js, q, env.producerOpts()...)
 	if err != nil {
 		return res, err
 	}
 	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }),
-		consumer.Replicas(env.replicas()), consumer.Logger(quiet()))
+		env.workerOpts(consumer.Logger(quiet()))...)
 	if err != nil {
 		return res, err
 	}

@@ -53,7 +53,7 @@ func Process(ctx context.Context, env Env, n, concurrency, prefetch int, fenced 
 	}
 
 	q := queueName("bench-p")
-	opts := []consumer.Option{consumer.Concurrency(concurrency), consumer.Replicas(env.replicas()), consumer.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	opts := env.workerOpts(consumer.Concurrency(concurrency), consumer.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if !fenced {
 		opts = append(opts, consumer.Unfenced())
 	}

@@ -132,7 +132,7 @@ func workqRedelivery(ctx context.Context, env Env, ackWait time.Duration, crash 
 	q := queueName("bench-r")
 	names, _ := queue.NamesFor(q)
 	defer cleanupQueue(js, names)
-	p, err := producer.New(ctx, js, q, producer.Replicas(env.replicas()))
+	p, err := producer.New(ctx, js, q, env.producerOpts()...)
 	if err != nil {
 		return 0, err
 	}
