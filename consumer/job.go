@@ -39,6 +39,7 @@ type Job struct {
 func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 	msg := l.msg
 	h := msg.Headers()
+	queue.DropBatchHeaders(h) // so neither the handler nor a dead letter sees them
 	j := &Job{w: w, msg: msg, lease: l, md: md, kind: h.Get(queue.HeaderKind), maxAttempts: w.cfg.maxAttempts, fenced: !w.cfg.unfenced}
 	j.id = w.names.JobID(msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
 	if len(j.kind) > queue.MaxKindLen {

@@ -248,7 +248,7 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	}
 	h := nats.Header{}
 	for k, v := range d.Header {
-		if strings.HasPrefix(k, "Workq-") && isDeadHeader(k) || k == queue.HeaderID {
+		if strings.HasPrefix(k, "Workq-") && isDeadHeader(k) || k == queue.HeaderID || strings.HasPrefix(k, queue.BatchHeaderPrefix) {
 			continue
 		}
 		h[k] = v

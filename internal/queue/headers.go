@@ -2,6 +2,7 @@ package queue
 
 import (
 	"net/textproto"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -110,3 +111,19 @@ func HeaderLineSize(key, value string) int {
 // MsgSize is the size of a message with headers h and payload data as the server
 // counts it against max_payload.
 func MsgSize(h nats.Header, data []byte) int { return HeaderSize(h) + len(data) }
+
+// BatchHeaderPrefix starts the headers of an atomic batch publish (Nats-Batch-Id,
+// -Sequence, -Commit). The server stores them with each message of a batch; they
+// are transport, not the job's: a job's handler never sees them, and a copy of the
+// message (a dead letter, a requeued job) must not carry them, or the server would
+// take the copy for part of a batch.
+const BatchHeaderPrefix = "Nats-Batch-"
+
+// DropBatchHeaders deletes h's atomic-batch headers in place.
+func DropBatchHeaders(h nats.Header) {
+	for k := range h {
+		if strings.HasPrefix(k, BatchHeaderPrefix) {
+			delete(h, k)
+		}
+	}
+}
