@@ -108,7 +108,7 @@ func TestChaosSingleNode(t *testing.T) {
 	waitJetStream(t, js, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), sc.budget)
 	defer cancel()
-	p, err := producer.New(ctx, js, q)
+	p, err := producer.New(ctx, js, q, producer.GroupCommit(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestChaosSingleNode(t *testing.T) {
 	pnc, pjs := connect(t, srv.url())
 	go func() {
 		defer pnc.Close()
-		pp, err := producer.New(ctx, pjs, q)
+		pp, err := producer.New(ctx, pjs, q, producer.GroupCommit(true))
 		if err != nil {
 			prodDone <- err
 			return

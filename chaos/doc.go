@@ -10,7 +10,8 @@
 // The tests build the workq and nats-server binaries from the module (nothing else is
 // needed but Go and a POSIX sh) and run them as processes on 127.0.0.1: a nats-server
 // with sync_interval: always, several `workq work` processes running a shell command per
-// job, then a 3-node cluster with an R3 queue. Workers are SIGKILLed and replaced,
+// job, then a 3-node cluster with an R3 queue, workers and producers with group commit
+// on (record writes and enqueues in atomic batches). Workers are SIGKILLed and replaced,
 // SIGSTOPped past AckWait and resumed; the server is SIGKILLed and restarted on the same
 // store; the cluster loses its stream leader to SIGKILL.
 //

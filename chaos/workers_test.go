@@ -79,6 +79,7 @@ func (wp *workerPool) launch(slot int) *worker {
 		"--concurrency", strconv.Itoa(wp.concurrency), "--ack-wait", wp.ackWait.String(),
 		"--backoff", "200ms", "--backoff-max", "1s", "--max-attempts", "10",
 		"--drain-timeout", "10s", "--kill-grace", "1s",
+		"--group-commit", "on", // the servers fsync every write: the durable deployment group commit is for
 		"--", "sh", "-c", jobScript}
 	w.p = spawn(wp.t, w.name, w.log, []string{"CHAOS_RUNLOG=" + w.runLog, "CHAOS_SLEEP=" + wp.sleep}, workqBin, args...)
 	wp.mu.Lock()

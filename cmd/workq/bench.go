@@ -35,7 +35,7 @@ type benchFlags struct {
 	inProcess   bool
 	json        bool
 	syncAlways  bool
-	groupCommit string
+	groupCommit groupCommitFlag
 	cluster     int
 	replicas    int
 	external    bool // --server given: a running server, nothing embedded
@@ -116,7 +116,7 @@ workq's rate over raw's (higher is better). Targets are checked on the medians.`
 	fl.BoolVar(&f.fenced, "backlog-fenced", false, "fenced worker in the backlog scenario (default unfenced: the fastest path, so that the backlog is what is measured)")
 	fl.BoolVar(&f.inProcess, "backlog-in-process", false, "run the backlog worker in this process (no RSS figure; for tests)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON")
-	fl.StringVar(&f.groupCommit, "group-commit", "auto", "workq's group commit (consumer.GroupCommit, producer.GroupCommit): on, off, or auto — on with --sync-always, else the library's default (on for replicated queues)")
+	fl.Var(&f.groupCommit, "group-commit", "workq's group commit (consumer.GroupCommit, producer.GroupCommit): on, off, or auto — on with --sync-always, else the library's default (on for replicated queues)")
 	fl.BoolVar(&f.syncAlways, "sync-always", false, "the embedded server (every node with --cluster) fsyncs every write; not with --server")
 	fl.IntVar(&f.cluster, "cluster", 0, "start an embedded cluster of this many nodes (3 to 5) and use as many replicas; 0: a single server")
 	fl.IntVar(&f.replicas, "replicas", 1, "with --server: replicas of every stream, bucket and consumer the scenarios create (1 to 5)")
@@ -164,11 +164,6 @@ func (f *benchFlags) check(replicasSet bool) error {
 	}
 	if f.cluster > 0 {
 		f.replicas = f.cluster
-	}
-	switch f.groupCommit {
-	case "auto", "on", "off":
-	default:
-		return usageError{fmt.Errorf("--group-commit %q: want on, off or auto", f.groupCommit)}
 	}
 	for _, c := range f.concurrency {
 		if c < 1 {
@@ -266,17 +261,11 @@ func (a *app) bench(ctx context.Context, f benchFlags) error {
 	}
 	defer srv.close()
 	rep.Server = srv.desc
-	switch {
-	case f.groupCommit == "on" || f.groupCommit == "auto" && f.syncAlways:
-		on := true
+	rep.GroupCommit = "auto"
+	if on, set := f.groupCommit.set(); set || f.syncAlways {
+		on = on || !set // auto with --sync-always: on
 		srv.env.GroupCommit = &on
-	case f.groupCommit == "off":
-		off := false
-		srv.env.GroupCommit = &off
-	}
-	rep.GroupCommit = f.groupCommit
-	if srv.env.GroupCommit != nil {
-		rep.GroupCommit = map[bool]string{true: "on", false: "off"}[*srv.env.GroupCommit]
+		rep.GroupCommit = map[bool]string{true: "on", false: "off"}[on]
 	}
 
 	steps := a.benchSteps(f, srv.env)

@@ -37,6 +37,7 @@ type enqueueFlags struct {
 	maxAttempts int
 	jsonOut     bool
 	quiet       bool
+	groupCommit groupCommitFlag
 }
 
 func (a *app) enqueueCommand() *cobra.Command {
@@ -75,6 +76,7 @@ The exit status is non-zero if any job failed; the failed ones are named.`,
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempt limit for these jobs (default: the worker's)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print each job's info as a JSON line")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the job ids")
+	fl.Var(&f.groupCommit, "group-commit", groupCommitUsage)
 	_ = cmd.MarkFlagFilename("file")
 	return cmd
 }
@@ -151,7 +153,7 @@ func (a *app) enqueue(ctx context.Context, args []string, f enqueueFlags) error 
 	defer c.Close()
 	nothing := exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: interrupted; nothing enqueued", q)}
 	octx, cancel := a.opCtx(ctx)
-	p, err := producer.New(octx, c.js, q)
+	p, err := producer.New(octx, c.js, q, f.groupCommit.producer())
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -42,6 +42,7 @@ type workFlags struct {
 	name          string
 	verbose       bool
 	metricsAddr   string
+	groupCommit   groupCommitFlag
 }
 
 func (a *app) workCommand() *cobra.Command {
@@ -106,6 +107,7 @@ keep running meanwhile; their commits wait for the connection), and, with
 	fl.IntVar(&f.maxResult, "max-result", 512<<10, "largest stdout stored as the job's result, in bytes; more fails the job for good (at most about (server max_payload - 4 KiB) * 3/4)")
 	fl.IntVar(&f.prefetch, "prefetch", 0, "jobs pulled ahead of free handlers (default adaptive; 0: none beyond the running ones)")
 	fl.StringVar(&f.name, "name", "", "worker name in job records and logs (default host-pid)")
+	fl.Var(&f.groupCommit, "group-commit", groupCommitUsage)
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every job's outcome")
 	addMetricsFlag(fl, &f.metricsAddr)
 	return cmd
@@ -177,6 +179,7 @@ func (a *app) work(ctx context.Context, q string, argv []string, f workFlags) er
 		opts = append(opts, consumer.Metrics(reg))
 	}
 	octx, cancel := a.opCtx(ctx)
+	opts = append(opts, f.groupCommit.worker())
 	w, err := consumer.New(octx, c.js, q, r, opts...)
 	cancel()
 	if err != nil {
