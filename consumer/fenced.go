@@ -12,9 +12,7 @@ import (
 
 // processFenced claims, runs and commits one delivery (see the package doc).
 func (w *Worker) processFenced(ctx context.Context, j *Job) {
-	wctx, cancel := w.writeContext(ctx)
-	v, err := w.claimDelivery(wctx, j)
-	cancel()
+	v, err := w.claimDelivery(ctx, j)
 	if err != nil {
 		// Without a claim nothing may run; the delivery comes back after a backoff.
 		w.stats.errors.Add(1)
@@ -181,17 +179,23 @@ func (w *Worker) commit(ctx context.Context, j *Job) {
 	w.ack(ctx, j)
 }
 
-// ack acknowledges the delivery and waits for the server to confirm. If it cannot,
-// the job comes back, finds its record done and is acked then.
-func (w *Worker) ack(ctx context.Context, j *Job) {
+// ackRequest is the body of a confirmed ack, as jetstream.Msg.DoubleAck sends it.
+var ackRequest = []byte("+ACK")
+
+// ack acknowledges the delivery and waits for the server to confirm, each try for up
+// to 2s, retrying transient errors until AckWait has passed. If it cannot, the job
+// comes back, finds its record done and is acked then. Like the outcome's writes, it
+// outlives ctx's cancellation (a stopping worker still acks what it committed).
+//
+// It sends the request DoubleAck sends ("+ACK" to the delivery's reply subject), with
+// the connection's Request: its timeout uses a pooled timer, where DoubleAck needs a
+// context with a deadline per try — two contexts and two timers for every job.
+func (w *Worker) ack(_ context.Context, j *Job) {
 	j.lease.stop()
-	wctx, cancel := w.writeContext(ctx)
-	defer cancel()
-	for {
-		actx, c := context.WithTimeout(wctx, 2*time.Second)
-		err := j.msg.DoubleAck(actx)
-		c()
-		if err == nil || wctx.Err() != nil || !jsx.Transient(err) {
+	deadline := time.Now().Add(w.cfg.ackWait)
+	for try := min(2*time.Second, w.cfg.ackWait); ; try = min(2*time.Second, time.Until(deadline)) {
+		_, err := w.js.Conn().Request(j.msg.Reply(), ackRequest, try)
+		if err == nil || time.Until(deadline) <= 0 || !jsx.Transient(err) {
 			if err != nil {
 				w.log.Warn("ack not confirmed; the job will be redelivered and acked then", "job", j.id, "err", err)
 			}
