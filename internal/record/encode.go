@@ -14,7 +14,12 @@ import (
 // deliberately has no MarshalJSON: encoding/json re-validates a Marshaler's output,
 // which costs more than its own reflective encoding.) It fails only on a time that
 // JSON cannot hold (a year outside 0–9999), as json.Marshal does.
+//
+// A nil b is allocated at about the document's size.
 func (r *Record) AppendJSON(b []byte) ([]byte, error) {
+	if b == nil {
+		b = make([]byte, 0, r.sizeHint())
+	}
 	var err error
 	b = append(b, `{"id":`...)
 	b = appendString(b, r.ID)
@@ -75,6 +80,18 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, '"')
 	}
 	return append(b, '}'), nil
+}
+
+// sizeHint is about the length of the record's JSON document, a little over unless its
+// strings need escaping: the keys, quotes and numbers of a record take under 300 bytes
+// (unless its numbers are huge; b then grows as usual),
+// each time 37.
+func (r *Record) sizeHint() int {
+	n := 300 + 4*37 + len(r.ID) + len(r.Queue) + len(r.Kind) + len(r.State) + len(r.LastError) + base64.StdEncoding.EncodedLen(len(r.Result))
+	if w := r.Worker; w != nil {
+		n += len(w.Name) + len(w.Host)
+	}
+	return n
 }
 
 const hexDigits = "0123456789abcdef"

@@ -68,3 +68,18 @@ func TestAppendJSONBadTime(t *testing.T) {
 		t.Fatal("AppendJSON accepted year 10000")
 	}
 }
+
+// AppendJSON(nil) allocates once: its size hint covers the document.
+func TestAppendJSONSizeHint(t *testing.T) {
+	now := time.Now()
+	r := &Record{ID: "01JXYZABCDEFGHJKMNPQRSTVWX", Queue: "emails", Kind: "send_email", State: Done, Attempt: 3, MaxAttempts: 10,
+		Delivery: 3, Epoch: now.UnixNano(), Sequence: 1 << 40, Worker: &Worker{Name: "host-1234", Host: "host", PID: 1234567},
+		EnqueuedAt: now, StartedAt: now, FinishedAt: now, RetryAt: now, LastError: "boom", Result: []byte("a result")}
+	b, _ := r.AppendJSON(nil)
+	if len(b) > r.sizeHint() {
+		t.Fatalf("document of %d bytes, size hint %d", len(b), r.sizeHint())
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = r.AppendJSON(nil) }); n != 1 {
+		t.Fatalf("AppendJSON(nil) made %v allocations, want 1", n)
+	}
+}

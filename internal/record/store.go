@@ -174,7 +174,7 @@ func (s Store) Put(ctx context.Context, r *Record) error {
 }
 
 func (s Store) write(ctx context.Context, r *Record, opts ...jetstream.PublishOpt) error {
-	b, err := r.AppendJSON(make([]byte, 0, 512)) // json.Marshal's bytes, cheaper (encode.go)
+	b, err := r.AppendJSON(nil) // json.Marshal's bytes, cheaper (encode.go)
 	if err != nil {
 		return err
 	}
