@@ -83,9 +83,8 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // sizeHint is about the length of the record's JSON document, a little over unless its
-// strings need escaping: the keys, quotes and numbers of a record take under 300 bytes
-// (unless its numbers are huge; b then grows as usual),
-// each time 37.
+// strings need escaping or its numbers are huge (b then grows as usual): the keys,
+// quotes and numbers take under 300 bytes, each time 37.
 func (r *Record) sizeHint() int {
 	n := 300 + 4*37 + len(r.ID) + len(r.Queue) + len(r.Kind) + len(r.State) + len(r.LastError) + base64.StdEncoding.EncodedLen(len(r.Result))
 	if w := r.Worker; w != nil {
