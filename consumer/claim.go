@@ -45,14 +45,21 @@ const retryTolerance = 100 * time.Millisecond
 // job meanwhile). Every other delivery reads the record and claims before it runs: a
 // delivery that waited in a frozen worker's buffer past AckWait may belong to a job
 // another worker has run and committed since.
+//
+// Its reads and writes are bounded by a write context (writeContext), made only when
+// it talks to the server: a lazy first claim, the common case, needs none.
 func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 	if j.md.NumDelivered != 1 || !j.lease.current() || j.md.Sequence.Stream <= j.lease.inc.FirstSeq {
-		return w.claim(ctx, j)
+		wctx, cancel := w.writeContext(ctx)
+		defer cancel()
+		return w.claim(wctx, j)
 	}
 	j.claim = w.fresh(j, 1)
 	if w.cfg.claimDelay > 0 {
 		return runIt, nil
 	}
+	ctx, cancel := w.writeContext(ctx)
+	defer cancel()
 	_, err := j.ensureClaimed(ctx)
 	if errors.Is(err, ErrStale) {
 		// The id has a record already: another message with this id, most likely.

@@ -12,9 +12,7 @@ import (
 
 // processFenced claims, runs and commits one delivery (see the package doc).
 func (w *Worker) processFenced(ctx context.Context, j *Job) {
-	wctx, cancel := w.writeContext(ctx)
-	v, err := w.claimDelivery(wctx, j)
-	cancel()
+	v, err := w.claimDelivery(ctx, j)
 	if err != nil {
 		// Without a claim nothing may run; the delivery comes back after a backoff.
 		w.stats.errors.Add(1)

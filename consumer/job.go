@@ -46,8 +46,10 @@ func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 		j.kind = j.kind[:queue.MaxKindLen] // such a job is dead-lettered before it runs
 	}
 	j.metrics = w.metrics.kinds.Get(j.kind)
-	if n, err := strconv.Atoi(h.Get(queue.HeaderMaxAttempts)); err == nil && n > 0 {
-		j.maxAttempts = n
+	if s := h.Get(queue.HeaderMaxAttempts); s != "" { // most jobs have none: no parse error to allocate
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			j.maxAttempts = n
+		}
 	}
 	j.attempt = int(md.NumDelivered) // fenced claims replace it with the record's count
 	return j

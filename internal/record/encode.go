@@ -1,0 +1,148 @@
+package record
+
+import (
+	"encoding/base64"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// AppendJSON appends the record's JSON document to b: what json.Marshal(r) returns,
+// byte for byte (TestAppendJSONMatchesMarshal), at a sixth of its cost and with no
+// allocation beyond b's growth. A worker encodes a record for every claim and commit,
+// and the reflective encoder was one of the largest costs of a short job. (Record
+// deliberately has no MarshalJSON: encoding/json re-validates a Marshaler's output,
+// which costs more than its own reflective encoding.) It fails only on a time that
+// JSON cannot hold (a year outside 0–9999), as json.Marshal does.
+//
+// A nil b is allocated at about the document's size.
+func (r *Record) AppendJSON(b []byte) ([]byte, error) {
+	if b == nil {
+		b = make([]byte, 0, r.sizeHint())
+	}
+	var err error
+	b = append(b, `{"id":`...)
+	b = appendString(b, r.ID)
+	b = append(b, `,"queue":`...)
+	b = appendString(b, r.Queue)
+	if r.Kind != "" {
+		b = append(b, `,"kind":`...)
+		b = appendString(b, r.Kind)
+	}
+	b = append(b, `,"state":`...)
+	b = appendString(b, string(r.State))
+	b = append(b, `,"attempt":`...)
+	b = strconv.AppendInt(b, int64(r.Attempt), 10)
+	if r.MaxAttempts != 0 {
+		b = append(b, `,"max_attempts":`...)
+		b = strconv.AppendInt(b, int64(r.MaxAttempts), 10)
+	}
+	if r.Delivery != 0 {
+		b = append(b, `,"delivery":`...)
+		b = strconv.AppendUint(b, r.Delivery, 10)
+	}
+	if r.Epoch != 0 {
+		b = append(b, `,"epoch":`...)
+		b = strconv.AppendInt(b, r.Epoch, 10)
+	}
+	b = append(b, `,"sequence":`...)
+	b = strconv.AppendUint(b, r.Sequence, 10)
+	if w := r.Worker; w != nil {
+		b = append(b, `,"worker":{"name":`...)
+		b = appendString(b, w.Name)
+		b = append(b, `,"host":`...)
+		b = appendString(b, w.Host)
+		b = append(b, `,"pid":`...)
+		b = strconv.AppendInt(b, int64(w.PID), 10)
+		b = append(b, '}')
+	}
+	for _, t := range [...]struct {
+		key string
+		t   *time.Time
+	}{{`,"enqueued_at":`, &r.EnqueuedAt}, {`,"started_at":`, &r.StartedAt}, {`,"finished_at":`, &r.FinishedAt}, {`,"retry_at":`, &r.RetryAt}} {
+		if t.t.IsZero() {
+			continue
+		}
+		b = append(b, t.key...)
+		b = append(b, '"')
+		if b, err = t.t.AppendText(b); err != nil {
+			return nil, err
+		}
+		b = append(b, '"')
+	}
+	if r.LastError != "" {
+		b = append(b, `,"last_error":`...)
+		b = appendString(b, r.LastError)
+	}
+	if len(r.Result) > 0 {
+		b = append(b, `,"result":"`...)
+		b = base64.StdEncoding.AppendEncode(b, r.Result)
+		b = append(b, '"')
+	}
+	return append(b, '}'), nil
+}
+
+// sizeHint is about the length of the record's JSON document, a little over unless its
+// strings need escaping or its numbers are huge (b then grows as usual): the keys,
+// quotes and numbers take under 300 bytes, each time 37.
+func (r *Record) sizeHint() int {
+	n := 300 + 4*37 + len(r.ID) + len(r.Queue) + len(r.Kind) + len(r.State) + len(r.LastError) + base64.StdEncoding.EncodedLen(len(r.Result))
+	if w := r.Worker; w != nil {
+		n += len(w.Name) + len(w.Host)
+	}
+	return n
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string escaped as encoding/json escapes it by
+// default: HTML's <, > and & too, U+2028 and U+2029, and invalid UTF-8 as U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
