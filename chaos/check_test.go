@@ -170,6 +170,18 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 			if payload == "poison" {
 				t.Errorf("VIOLATION: poison job %s was committed; %s", id, desc())
 			}
+			if len(revs) < 2 && final.prev != 0 && slices.Contains(unknownRev[id], final.prev) {
+				// The claim was stored but not heard: the observer lost it with a killed
+				// leader. The commit names it (its previous revision), and the run that
+				// claimed it must be the one whose result was committed.
+				if want := fmt.Sprintf("r %s %d\n", id, final.prev); string(final.rec.Result) != want {
+					t.Errorf("VIOLATION (result of another run): job %s: committed result %q over an unheard claim, want %q; %s", id, final.rec.Result, want, desc())
+				}
+				if !tokens[final.prev] {
+					t.Errorf("VIOLATION: job %s committed on unheard token %d, but no run with that token started; %s", id, final.prev, desc())
+				}
+				break
+			}
 			if len(revs) < 2 {
 				t.Errorf("VIOLATION: job %s was committed without a claim before it (workq work claims every run first); %s", id, desc())
 				break
