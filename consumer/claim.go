@@ -42,14 +42,15 @@ const retryTolerance = 100 * time.Millisecond
 // earlier consumer incarnation can have delivered it — needs no read: no other run of
 // the job can exist, so it may run at once and write its claim after ClaimDelay (or
 // at commit, which is then a create that fails if any later delivery has claimed the
-// job meanwhile). Every other delivery reads the record and claims before it runs: a
+// job meanwhile). Every other delivery, and a first delivery of a message this worker
+// finished lately (a twin: see twins.go), reads the record and claims before it runs: a
 // delivery that waited in a frozen worker's buffer past AckWait may belong to a job
 // another worker has run and committed since.
 //
 // Its reads and writes are bounded by a write context (writeContext), made only when
 // it talks to the server: a lazy first claim, the common case, needs none.
 func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
-	if j.md.NumDelivered != 1 || !j.lease.current() || j.md.Sequence.Stream <= j.lease.inc.FirstSeq {
+	if j.md.NumDelivered != 1 || !j.lease.current() || j.md.Sequence.Stream <= j.lease.inc.FirstSeq || j.twin {
 		wctx, cancel := w.writeContext(ctx)
 		defer cancel()
 		return w.claim(wctx, j)

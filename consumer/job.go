@@ -33,6 +33,7 @@ type Job struct {
 	mu     sync.Mutex
 	claim  *record.Record          // fenced: this run's claim; Revision 0 until written
 	lost   bool                    // a write over the claim found it taken by another delivery
+	twin   bool                    // a delivery of a message this worker finished lately (see twins.go)
 	cancel context.CancelCauseFunc // ends the handler's context; nil before it runs
 }
 

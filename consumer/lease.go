@@ -31,7 +31,12 @@ type lease struct {
 	check   func() // the claim check of a running fenced job; nil otherwise
 
 	checking atomic.Bool // a claim check is under way
+	ended    atomic.Bool // stop was called (stopped, readable without mu)
+	seq      uint64      // the stream sequence it holds in the worker's held set; 0 before
 }
+
+// isStopped reports whether the lease has ended.
+func (l *lease) isStopped() bool { return l.ended.Load() }
 
 // newLease starts the progress reports of msg, which a pull sent at anchor brought
 // while inc was the consumer's incarnation.
@@ -84,8 +89,12 @@ func (l *lease) watch(check func()) {
 // was found to belong to another worker.
 func (l *lease) stop() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.stopped = true
 	l.check = nil
 	l.t.Stop()
+	l.mu.Unlock()
+	l.ended.Store(true)
+	if l.seq != 0 {
+		l.w.held.release(l)
+	}
 }

@@ -18,6 +18,7 @@ type Stats struct {
 	Heartbeats  uint64 // progress reports sent
 	Redelivered uint64 // deliveries with a delivery count above 1
 	Errors      uint64 // server errors that kept an outcome from being written (the job is redelivered)
+	Twins       uint64 // deliveries of a job this worker still held (a restarted server forgot the first): left to the first
 	// GroupCommits and GroupCommitted count, with GroupCommit on, the atomic batches
 	// the worker's record writes went out in and the writes they held; the other
 	// writes went out one by one (alone, or in a batch the server refused because one
@@ -28,7 +29,7 @@ type Stats struct {
 
 type counters struct {
 	started, committed, retried, dead, reassigned, alreadyDone, stale, busy, early, dropped,
-	handedBack, heartbeats, redelivered, errors atomic.Uint64
+	handedBack, heartbeats, redelivered, errors, twins atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -36,6 +37,6 @@ func (c *counters) snapshot() Stats {
 		Started: c.started.Load(), Committed: c.committed.Load(), Retried: c.retried.Load(),
 		Dead: c.dead.Load(), Reassigned: c.reassigned.Load(), AlreadyDone: c.alreadyDone.Load(),
 		Stale: c.stale.Load(), Busy: c.busy.Load(), Early: c.early.Load(), Dropped: c.dropped.Load(), HandedBack: c.handedBack.Load(),
-		Heartbeats: c.heartbeats.Load(), Redelivered: c.redelivered.Load(), Errors: c.errors.Load(),
+		Heartbeats: c.heartbeats.Load(), Redelivered: c.redelivered.Load(), Errors: c.errors.Load(), Twins: c.twins.Load(),
 	}
 }

@@ -49,6 +49,7 @@ type Worker struct {
 	health   atomic.Pointer[error]             // why pulls fail; nil while they work
 	recheck  chan struct{}                     // asks the fetch loop to read the incarnation now
 
+	held      held           // deliveries held, by stream sequence (see twins.go)
 	finishing chan struct{}  // bounds background outcome writes
 	finishers sync.WaitGroup // background outcome writes in progress
 }
@@ -236,11 +237,21 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 		_ = l.msg.Term()
 		return
 	}
+	h := w.held.hold(md.Sequence.Stream, l)
+	if h == twinOfLive {
+		// A twin of a delivery this worker still holds: leave the job to that one.
+		l.stop()
+		w.stats.twins.Add(1)
+		w.log.Warn("delivery of a job this worker still holds; left to the first (the server forgot the first delivery)",
+			"subject", l.msg.Subject(), "sequence", md.Sequence.Stream)
+		return
+	}
 	if md.NumDelivered > 1 {
 		w.stats.redelivered.Add(1)
 		w.metrics.redeliveries.Inc()
 	}
 	j := w.newJob(l, md)
+	j.twin = h == twinOfRecent
 	if n := len(l.msg.Headers().Get(queue.HeaderKind)); n > queue.MaxKindLen {
 		// Any client may set the kind; one this long could not be kept in the record.
 		w.reject(ctx, j, fmt.Errorf("%w: kind of %d bytes, longer than %d", ErrMalformed, n, queue.MaxKindLen))
