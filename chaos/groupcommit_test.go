@@ -1,0 +1,140 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/producer"
+)
+
+// A nats-server that fsyncs every write is SIGKILLed, twice, while a worker commits
+// jobs in atomic batches (group commit on, many jobs at once) and a producer enqueues
+// in atomic batches. A batch is stored whole or not at all, so after the restarts the
+// records and the stream agree: every job ends done, committed once, by as many runs
+// as its record counts attempts, and nothing is left in the stream.
+//
+// The restarted server has forgotten its latest deliveries and acks (it writes
+// consumer state out about ten times a second, fsync or not) and sends those jobs out
+// again as first deliveries; the worker knows them as twins of deliveries it holds or
+// has just finished (consumer/twins.go), so none runs twice.
+func TestChaosGroupCommitServerKill(t *testing.T) {
+	jobs := 3000
+	if os.Getenv("WORKQ_CHAOS") == "full" {
+		jobs = 10000
+	}
+	dir := workDir(t)
+	q := "gc"
+	srv := newNodes(t, dir, 1)[0]
+	srv.start(t)
+	nc, js := connect(t, srv.url())
+	waitJetStream(t, js, 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p, err := producer.New(ctx, js, q, producer.GroupCommit(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := observe(t, srv.url(), js, q)
+
+	var mu sync.Mutex
+	runs := map[string]int{}
+	_, wjs := connect(t, srv.url())
+	w, err := consumer.New(ctx, wjs, q, consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
+		mu.Lock()
+		runs[j.ID()]++
+		mu.Unlock()
+		return nil
+	}), consumer.GroupCommit(true), consumer.Concurrency(64), consumer.AckWait(2*time.Second),
+		consumer.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stopWorker := context.WithCancel(ctx)
+	werr := make(chan error, 1)
+	go func() { werr <- w.Run(wctx) }()
+
+	// Enqueue in batches of 500 while the worker runs, retrying what was not
+	// confirmed (the ids make that safe), through the kills.
+	ids := make([]string, jobs)
+	for i := range ids {
+		ids[i] = jobID("g", i)
+	}
+	enqueued := make(chan error, 1)
+	go func() {
+		for start := 0; start < len(ids); start += 500 {
+			batch := make([]producer.Job, 0, 500)
+			for _, id := range ids[start:min(start+500, len(ids))] {
+				batch = append(batch, producer.Job{ID: id, Payload: []byte(id)})
+			}
+			for {
+				if _, err := p.EnqueueBatch(ctx, batch); err == nil {
+					break
+				} else if ctx.Err() != nil {
+					enqueued <- err
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		enqueued <- nil
+	}()
+
+	kills := []int{jobs * 3 / 10, jobs * 65 / 100}
+	for i, at := range kills {
+		waitUntil(t, 2*time.Minute, fmt.Sprintf("%d jobs committed", at), func() bool { return int(w.Stats().Committed) >= at })
+		srv.crash(t)
+		t.Logf("SIGKILL nats-server %d at %d committed (%d group commits so far)", i+1, w.Stats().Committed, w.Stats().GroupCommits)
+		srv.start(t)
+		waitJetStream(t, js, 60*time.Second)
+	}
+	if err := <-enqueued; err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+	waitUntil(t, 2*time.Minute, "every job done", func() bool { return o.finishedJobs(nc, js) >= jobs })
+	waitJobsAcked(t, js, q, 30*time.Second)
+	stopWorker()
+	if err := <-werr; err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+
+	st := w.Stats()
+	t.Logf("%d jobs, worker %+v", jobs, st)
+	if st.GroupCommits == 0 {
+		t.Fatal("no record write went out in a batch: the test did not exercise group commit")
+	}
+	o.fillGaps(nc, o.catchUp(js))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	dones := map[string]int{}
+	for _, r := range o.revs {
+		if r.rec.State == "done" {
+			dones[r.key]++
+		}
+	}
+	for _, id := range ids {
+		r, err := p.Status(ctx, id)
+		switch {
+		case err != nil:
+			t.Errorf("VIOLATION (lost job): %s: %v", id, err)
+		case r.State != producer.StateDone:
+			t.Errorf("VIOLATION: job %s ended %s", id, r.State)
+		case dones[id] > 1:
+			t.Errorf("VIOLATION (committed twice): job %s has %d done writes", id, dones[id])
+		case runs[id] != r.Attempt:
+			t.Errorf("VIOLATION (attempt not counted): job %s ran %d times, its record says attempt %d", id, runs[id], r.Attempt)
+		}
+	}
+
+	if left := jobsLeft(t, js, q); left != 0 {
+		t.Errorf("VIOLATION: %d jobs left in the stream", left)
+	}
+}
