@@ -305,11 +305,12 @@ func Replicas(n int) Option {
 // nothing; a batch refused because one job's compare-and-set lost is sent again
 // job by job, so fencing is unchanged.
 //
-// Default: on when the queue has more than one replica (batches are cheaper to
-// replicate than single writes at any load), off on a single replica. Turn it on
-// for a single server that fsyncs every write (sync_interval: always), where it
-// multiplies durable throughput; leave it off on a single server with the default
-// lazy fsync, where the server's staging of each batch costs more than it saves.
+// Default: on when the queue has more than one replica (a batch is one replicated
+// proposal instead of one per job), off on a single replica, where the server stages
+// each batch in a file store of its own (a few milliseconds per batch, whatever its
+// size): that costs more than it saves unless the server fsyncs every write
+// (sync_interval: always), and even then it only matches single writes here,
+// because each job's removal from the queue is an fsync of its own (BENCHMARKS.md).
 // It needs a server of version 2.12 or later; older ones get single writes.
 func GroupCommit(on bool) Option {
 	return func(c *config) error { c.groupCommit = &on; return nil }

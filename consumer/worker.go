@@ -242,7 +242,7 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 		// A twin of a delivery this worker still holds: leave the job to that one.
 		l.stop()
 		w.stats.twins.Add(1)
-		w.log.Warn("delivery of a job this worker still holds; left to the first (the server forgot the first delivery)",
+		w.log.Debug("delivery of a job this worker still holds; left to the first (the server forgot the first delivery)",
 			"subject", l.msg.Subject(), "sequence", md.Sequence.Stream)
 		return
 	}

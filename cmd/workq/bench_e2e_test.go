@@ -9,23 +9,29 @@ import (
 // TestBenchScenarios runs every `workq bench` scenario once with tiny sizes against
 // the test server, the backlog worker in its child process included, so that they
 // keep working. It checks that figures come out, never how fast they are.
+// benchJSON is what the tests read of `workq bench --json`.
+type benchJSON struct {
+	Runs        int    `json:"runs"`
+	Server      string `json:"server"`
+	Replicas    int    `json:"replicas"`
+	GroupCommit string `json:"group_commit"`
+	Results     []struct {
+		Scenario  string  `json:"scenario"`
+		Metric    string  `json:"metric"`
+		Workq     float64 `json:"workq"`
+		Raw       float64 `json:"raw"`
+		Ratio     float64 `json:"ratio"`
+		RawSame   float64 `json:"raw_same"`
+		RatioSame float64 `json:"ratio_same"`
+	} `json:"results"`
+}
+
 func TestBenchScenarios(t *testing.T) {
 	out := ok(t, "", "bench", "--server", serverURL, "--json",
 		"--scenario", "enqueue-single,enqueue-batch,process-unfenced,process-fenced,latency,redelivery,lock,limiter,backlog",
 		"--jobs", "200", "--samples", "10", "--concurrency", "4", "--redeliveries", "1", "--ack-wait", "300ms",
 		"--backlog", "400", "--backlog-base", "200", "--backlog-concurrency", "4", "--backlog-prefetch", "16")
-	var rep struct {
-		Runs     int    `json:"runs"`
-		Server   string `json:"server"`
-		Replicas int    `json:"replicas"`
-		Results  []struct {
-			Scenario string  `json:"scenario"`
-			Metric   string  `json:"metric"`
-			Workq    float64 `json:"workq"`
-			Raw      float64 `json:"raw"`
-			Ratio    float64 `json:"ratio"`
-		} `json:"results"`
-	}
+	var rep benchJSON
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json output is not JSON (%v): %s", err, out)
 	}
@@ -69,37 +75,27 @@ func TestBenchScenarios(t *testing.T) {
 func TestBenchEmbedded(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name     string
-		flags    []string
-		server   string
-		replicas int
+		name        string
+		flags       []string
+		server      string
+		replicas    int
+		groupCommit string
 	}{
-		{"sync-always", []string{"--sync-always"}, "embedded, sync always (file storage in ", 1},
-		{"cluster", []string{"--cluster", "3"}, "embedded 3-node cluster, R3, lazy fsync (file storage in ", 3},
+		{"sync-always", []string{"--sync-always"}, "embedded, sync always (file storage in ", 1, "on"},
+		{"sync-always-no-group-commit", []string{"--sync-always", "--group-commit", "off"}, "embedded, sync always (file storage in ", 1, "off"},
+		{"cluster", []string{"--cluster", "3"}, "embedded 3-node cluster, R3, lazy fsync (file storage in ", 3, "auto"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			args := append([]string{"bench", "--json", "--scenario", "enqueue-batch,process-fenced",
 				"--jobs", "200", "--concurrency", "4"}, tc.flags...)
 			out := ok(t, "", args...)
-			var rep struct {
-				Server   string `json:"server"`
-				Replicas int    `json:"replicas"`
-				Results  []struct {
-					Scenario  string  `json:"scenario"`
-					Metric    string  `json:"metric"`
-					Workq     float64 `json:"workq"`
-					Raw       float64 `json:"raw"`
-					Ratio     float64 `json:"ratio"`
-					RawSame   float64 `json:"raw_same"`
-					RatioSame float64 `json:"ratio_same"`
-				} `json:"results"`
-			}
+			var rep benchJSON
 			if err := json.Unmarshal([]byte(out), &rep); err != nil {
 				t.Fatalf("--json output is not JSON (%v): %s", err, out)
 			}
-			if !strings.HasPrefix(rep.Server, tc.server) || rep.Replicas != tc.replicas {
-				t.Errorf("server %q, replicas %d; want %q…, %d", rep.Server, rep.Replicas, tc.server, tc.replicas)
+			if !strings.HasPrefix(rep.Server, tc.server) || rep.Replicas != tc.replicas || rep.GroupCommit != tc.groupCommit {
+				t.Errorf("server %q, replicas %d, group commit %q; want %q…, %d, %q", rep.Server, rep.Replicas, rep.GroupCommit, tc.server, tc.replicas, tc.groupCommit)
 			}
 			seen := map[string]bool{}
 			for _, r := range rep.Results {

@@ -64,12 +64,17 @@ type Config struct {
 	MaxInflight int
 }
 
-// ForReplicas is the configuration measured best for a stream of r replicas.
+// ForReplicas is the configuration for a stream of r replicas. A single replica
+// batches only 16 publishes or more (see MinBatch), one send at a time, so that
+// publishes pile up into batches large enough to pay for their staging. A
+// replicated stream batches any two and keeps 8 sends under way: enough to keep a
+// worker's writes flowing, leaving most of the server's 50 batches in flight per
+// stream to the queue's other workers and producers.
 func ForReplicas(r int) Config {
 	if r > 1 {
-		return Config{MinBatch: 64, MaxBatch: 512, MaxInflight: 1}
+		return Config{MinBatch: 2, MaxBatch: 256, MaxInflight: 8}
 	}
-	return Config{MinBatch: 64, MaxBatch: 512, MaxInflight: 1}
+	return Config{MinBatch: 16, MaxBatch: 256, MaxInflight: 1}
 }
 
 // Writer groups publishes to one stream into atomic batches. The stream must allow

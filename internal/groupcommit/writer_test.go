@@ -36,6 +36,14 @@ func bucket(t *testing.T, js jetstream.JetStream, name string, atomic bool) jets
 	return kv
 }
 
+// start starts a server with a bucket for the test and a writer that batches any two
+// publishes, one send at a time.
+func start(t *testing.T, name string, atomic bool) (context.Context, jetstream.KeyValue, *Writer) {
+	t.Helper()
+	js := testenv.Start(t).JetStream(t)
+	return testenv.Context(t, 20*time.Second), bucket(t, js, name, atomic), New(js, Config{MinBatch: 2, MaxBatch: 100, MaxInflight: 1})
+}
+
 // cas is a compare-and-set write of value to key over revision rev.
 func cas(bucket, key string, rev uint64, value string) *nats.Msg {
 	return &nats.Msg{
@@ -76,10 +84,7 @@ func wait(t *testing.T, p *Publish) (*jetstream.PubAck, error) {
 // own revision: the sequence the stream gave it, as a read of the key shows.
 func TestQueuedPublishesShareABatch(t *testing.T) {
 	t.Parallel()
-	js := testenv.Start(t).JetStream(t)
-	ctx := testenv.Context(t, 20*time.Second)
-	kv := bucket(t, js, "GC_BATCH", true)
-	w := New(js, Config{MinBatch: 2, MaxBatch: 100, MaxInflight: 1})
+	ctx, kv, w := start(t, "GC_BATCH", true)
 	var msgs []*nats.Msg
 	for i := range 40 {
 		msgs = append(msgs, cas("GC_BATCH", "k"+strconv.Itoa(i), 0, "v"+strconv.Itoa(i)))
@@ -108,9 +113,7 @@ func TestQueuedPublishesShareABatch(t *testing.T) {
 // the stale one fails, as a conflict.
 func TestStaleWriteInABatchFailsAlone(t *testing.T) {
 	t.Parallel()
-	js := testenv.Start(t).JetStream(t)
-	ctx := testenv.Context(t, 20*time.Second)
-	kv := bucket(t, js, "GC_STALE", true)
+	ctx, kv, w := start(t, "GC_STALE", true)
 	revs := make([]uint64, 10)
 	for i := range revs {
 		rev, err := kv.Create(ctx, "k"+strconv.Itoa(i), []byte("claimed"))
@@ -123,7 +126,6 @@ func TestStaleWriteInABatchFailsAlone(t *testing.T) {
 	if _, err := kv.Update(ctx, "k3", []byte("reclaimed"), revs[3]); err != nil {
 		t.Fatal(err)
 	}
-	w := New(js, Config{MinBatch: 2, MaxBatch: 100, MaxInflight: 1})
 	var msgs []*nats.Msg
 	for i, rev := range revs {
 		msgs = append(msgs, cas("GC_STALE", "k"+strconv.Itoa(i), rev, "done"))
@@ -191,10 +193,7 @@ func TestDuplicateInABatchIsReportedAsSuch(t *testing.T) {
 // sends everything one by one, and stops trying batches.
 func TestStreamWithoutAtomicPublishGetsSingleWrites(t *testing.T) {
 	t.Parallel()
-	js := testenv.Start(t).JetStream(t)
-	ctx := testenv.Context(t, 20*time.Second)
-	kv := bucket(t, js, "GC_PLAIN", false)
-	w := New(js, Config{MinBatch: 2, MaxBatch: 100, MaxInflight: 1})
+	ctx, kv, w := start(t, "GC_PLAIN", false)
 	for round := range 2 {
 		var msgs []*nats.Msg
 		for i := range 5 {
@@ -217,10 +216,7 @@ func TestStreamWithoutAtomicPublishGetsSingleWrites(t *testing.T) {
 // A publish whose context ended while it waited in the queue is not sent.
 func TestEndedContextIsNotSent(t *testing.T) {
 	t.Parallel()
-	js := testenv.Start(t).JetStream(t)
-	ctx := testenv.Context(t, 20*time.Second)
-	kv := bucket(t, js, "GC_CTX", true)
-	w := New(js, Config{MinBatch: 2, MaxBatch: 100, MaxInflight: 1})
+	ctx, kv, w := start(t, "GC_CTX", true)
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
 	ps := goAll(ended, w, []*nats.Msg{cas("GC_CTX", "a", 0, "v")})
