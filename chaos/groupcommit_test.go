@@ -37,7 +37,7 @@ func TestChaosGroupCommitServerKill(t *testing.T) {
 	srv.start(t)
 	nc, js := connect(t, srv.url())
 	waitJetStream(t, js, 30*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p, err := producer.New(ctx, js, q, producer.GroupCommit(true))
 	if err != nil {
@@ -90,7 +90,7 @@ func TestChaosGroupCommitServerKill(t *testing.T) {
 
 	kills := []int{jobs * 3 / 10, jobs * 65 / 100}
 	for i, at := range kills {
-		waitUntil(t, 2*time.Minute, fmt.Sprintf("%d jobs committed", at), func() bool { return int(w.Stats().Committed) >= at })
+		waitUntil(t, 90*time.Second, fmt.Sprintf("%d jobs committed", at), func() bool { return int(w.Stats().Committed) >= at })
 		srv.crash(t)
 		t.Logf("SIGKILL nats-server %d at %d committed (%d group commits so far)", i+1, w.Stats().Committed, w.Stats().GroupCommits)
 		srv.start(t)
@@ -99,7 +99,7 @@ func TestChaosGroupCommitServerKill(t *testing.T) {
 	if err := <-enqueued; err != nil {
 		t.Fatalf("enqueue: %v", err)
 	}
-	waitUntil(t, 2*time.Minute, "every job done", func() bool { return o.finishedJobs(nc, js) >= jobs })
+	waitUntil(t, 90*time.Second, "every job done", func() bool { return o.finishedJobs(nc, js) >= jobs })
 	waitJobsAcked(t, js, q, 30*time.Second)
 	stopWorker()
 	if err := <-werr; err != nil {

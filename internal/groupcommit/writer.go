@@ -44,9 +44,9 @@ const (
 	errAtomicDisabled = 10174 // atomic publish is disabled on the stream
 )
 
-// batchTimeout bounds the wait for a batch's reply when no publish in it has a
-// deadline: the server abandons an incomplete batch after 10 s.
-const batchTimeout = 10 * time.Second
+// DefaultTimeout is Config.Timeout's default: the jetstream package's own default
+// request timeout.
+const DefaultTimeout = 5 * time.Second
 
 // Config tunes a Writer. The zero value is not useful: see ForReplicas.
 type Config struct {
@@ -62,6 +62,13 @@ type Config struct {
 	// at once. The server allows 50 batches in flight per stream, shared by every
 	// client that writes to it.
 	MaxInflight int
+	// Timeout bounds the wait for the server's reply to one send, whatever the
+	// publishes' own deadlines: a reply lost with a failed server must not hold one
+	// of the writer's few send slots (and so every publish queued behind it) for as
+	// long as a caller's context allows. A publish that times out gets
+	// nats.ErrTimeout, which callers treat as transient and retry; it may have been
+	// stored, as with any publish whose reply was lost. 0 means DefaultTimeout.
+	Timeout time.Duration
 }
 
 // ForReplicas is the configuration for a stream of r replicas. A single replica
@@ -97,6 +104,9 @@ func New(js jetstream.JetStream, cfg Config) *Writer {
 	cfg.MinBatch = max(cfg.MinBatch, 2)
 	cfg.MaxBatch = max(cfg.MaxBatch, cfg.MinBatch)
 	cfg.MaxInflight = max(cfg.MaxInflight, 1)
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
 	return &Writer{js: js, cfg: cfg}
 }
 
@@ -217,11 +227,25 @@ func (w *Writer) singles(ps []*Publish) {
 		}
 		futs[i] = f
 	}
+	timeout := time.NewTimer(w.cfg.Timeout)
+	defer timeout.Stop()
+	expired := false
 	for i, f := range futs {
 		if f == nil {
 			continue
 		}
 		p := ps[i]
+		if expired {
+			select {
+			case ack := <-f.Ok():
+				p.settle(ack, nil)
+			case err := <-f.Err():
+				p.settle(nil, err)
+			default:
+				p.settle(nil, nats.ErrTimeout)
+			}
+			continue
+		}
 		select {
 		case ack := <-f.Ok():
 			p.settle(ack, nil)
@@ -229,6 +253,9 @@ func (w *Writer) singles(ps []*Publish) {
 			p.settle(nil, err)
 		case <-p.ctx.Done():
 			p.settle(nil, p.ctx.Err())
+		case <-timeout.C:
+			expired = true
+			p.settle(nil, nats.ErrTimeout)
 		}
 	}
 }
@@ -247,8 +274,8 @@ type batchReply struct {
 // whose outcome is unknown (no reply) settles every publish with that error: each
 // may have been stored, as with a single publish whose reply was lost.
 func (w *Writer) batch(ps []*Publish) bool {
-	// The batch is bounded by the earliest deadline among its publishes, and by
-	// batchTimeout when none has one.
+	// The batch is bounded by the earliest deadline among its publishes, and by the
+	// reply timeout.
 	ctx := ps[0].ctx
 	for _, p := range ps[1:] {
 		if d, ok := p.ctx.Deadline(); ok {
@@ -257,11 +284,9 @@ func (w *Writer) batch(ps []*Publish) bool {
 			}
 		}
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, batchTimeout)
-		defer cancel()
-	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
 	nc := w.js.Conn()
 	id := nuid.Next()
 	var reply *nats.Msg
@@ -288,8 +313,11 @@ func (w *Writer) batch(ps []*Publish) bool {
 		}
 	}
 	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
+		switch {
+		case errors.Is(err, nats.ErrNoResponders):
 			err = jetstream.ErrNoStreamResponse
+		case errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil:
+			err = nats.ErrTimeout // the reply timeout, not a caller's deadline
 		}
 		for _, p := range ps {
 			p.settle(nil, err)

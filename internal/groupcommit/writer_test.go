@@ -232,3 +232,40 @@ func TestEndedContextIsNotSent(t *testing.T) {
 		t.Fatalf("bucket holds %d values, want only the live publish's", st.Values())
 	}
 }
+
+// A reply lost with the server (here: the link stops forwarding) settles the
+// publishes that waited for it with nats.ErrTimeout after the writer's timeout, long
+// before their own deadlines, so the send slot is free for what comes next.
+func TestLostReplyTimesOutAndFreesTheSlot(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	px := testenv.StartProxy(t, env.URL())
+	nc, err := nats.Connect(px.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testenv.Context(t, 30*time.Second)
+	bucket(t, env.JetStream(t), "GC_LOST", true)
+	w := New(js, Config{MinBatch: 2, MaxBatch: 100, MaxInflight: 1, Timeout: 300 * time.Millisecond})
+	px.Pause()
+	start := time.Now()
+	batch := goAll(ctx, w, []*nats.Msg{cas("GC_LOST", "a", 0, "v"), cas("GC_LOST", "b", 0, "v")})
+	single := w.Go(ctx, cas("GC_LOST", "c", 0, "v"))
+	for _, p := range append(batch, single) {
+		if _, err := wait(t, p); !errors.Is(err, nats.ErrTimeout) {
+			t.Fatalf("publish with its reply lost: %v, want nats.ErrTimeout", err)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("lost replies settled after %s; the writer's timeout is 300ms", d)
+	}
+	px.Resume()
+	if _, err := w.PublishMsg(ctx, cas("GC_LOST", "d", 0, "v")); err != nil {
+		t.Fatalf("publish after the link is back: %v", err)
+	}
+}
