@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -42,27 +43,53 @@ func RunCluster(n int, opts ...Option) (*Cluster, error) {
 		return nil, err
 	}
 	cl := &Cluster{dir: dir, ownDir: own, logging: c.logging || os.Getenv("WORKQ_SERVER_LOG") == "1"}
+	// The ports are picked free, then bound by the nodes a moment later; another
+	// process (a parallel test package's server) can take one in between, and that
+	// node never gets ready. Such a start is tried again on fresh ports.
+	for try := 1; ; try++ {
+		err = cl.start(c, n)
+		if err == nil {
+			break
+		}
+		for i := range cl.nodes {
+			cl.Stop(i)
+		}
+		if try == 3 {
+			cl.Close()
+			return nil, err
+		}
+	}
+	if err := cl.WaitForLeader(30 * time.Second); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+// start picks free ports for n nodes and starts them all, each with its store under
+// the cluster's directory.
+func (cl *Cluster) start(c config, n int) error {
 	clientPorts := make([]int, n)
 	routePorts := make([]int, n)
 	var routes []*url.URL
+	var err error
 	for i := range n {
 		if clientPorts[i], err = FreePort(c.host); err != nil {
-			cl.Close()
-			return nil, err
+			return err
 		}
 		if routePorts[i], err = FreePort(c.host); err != nil {
-			cl.Close()
-			return nil, err
+			return err
 		}
 		routes = append(routes, mustURL(c.host, routePorts[i]))
 	}
+	cl.opts = nil
 	for i := range n {
 		cl.opts = append(cl.opts, server.Options{
 			ServerName: fmt.Sprintf("workq-n%d", i),
 			Host:       c.host,
 			Port:       clientPorts[i],
 			JetStream:  true,
-			StoreDir:   filepath.Join(dir, fmt.Sprintf("n%d", i)),
+			StoreDir:   filepath.Join(cl.dir, fmt.Sprintf("n%d", i)),
 			SyncAlways: c.syncAlways,
 			Username:   c.user,
 			Password:   c.pass,
@@ -88,17 +115,7 @@ func RunCluster(n int, opts ...Option) (*Cluster, error) {
 		}()
 	}
 	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			cl.Close()
-			return nil, e
-		}
-	}
-	if err := cl.WaitForLeader(30 * time.Second); err != nil {
-		cl.Close()
-		return nil, err
-	}
-	return cl, nil
+	return errors.Join(errs...)
 }
 
 // URLs are the client URLs of every node, running or not.
