@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -206,14 +207,22 @@ func TestWorkHealthzReportsUnusableConsumer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := js.DeleteConsumer(ctx, "WORKQ_"+q, "workers"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateConsumer(ctx, "WORKQ_"+q, jetstream.ConsumerConfig{
-		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
-		FilterSubjects: []string{"workq." + q + ".jobs", "workq." + q + ".jobs.>"},
-	}); err != nil {
-		t.Fatal(err)
+	// The worker re-creates a consumer it finds gone: replace it until this test's
+	// incompatible one is the one that stays (the worker can win the race in between).
+	for {
+		if err := js.DeleteConsumer(ctx, "WORKQ_"+q, "workers"); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			t.Fatal(err)
+		}
+		_, err := js.CreateConsumer(ctx, "WORKQ_"+q, jetstream.ConsumerConfig{
+			Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
+			FilterSubjects: []string{"workq." + q + ".jobs", "workq." + q + ".jobs.>"},
+		})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrConsumerExists) {
+			t.Fatal(err)
+		}
 	}
 	waitFor(t, 15*time.Second, "/healthz to report the unusable consumer", func() bool {
 		code, body := scrape(base + "/healthz")
