@@ -75,15 +75,18 @@ func TestBadInputNewRejectsNamesHandlersAndOptions(t *testing.T) {
 
 func qaDeadLetter(t *testing.T, js jetstream.JetStream, q string) *jetstream.RawStreamMsg {
 	t.Helper()
-	ctx := testenv.Context(t, 5*time.Second)
+	ctx := testenv.Context(t, 15*time.Second)
 	s, err := js.Stream(ctx, "WORKQ_"+q+"_DEAD")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.GetLastMsgForSubject(ctx, "workq."+q+".dead")
-	if err != nil {
-		t.Fatalf("dead letter of queue %s: %v", q, err)
-	}
+	// The record says dead before the dead letter is published (a worker that dies
+	// in between publishes it on redelivery): wait for it.
+	var m *jetstream.RawStreamMsg
+	testenv.Eventually(t, 10*time.Second, "the dead letter of queue "+q, func() bool {
+		m, err = s.GetLastMsgForSubject(ctx, "workq."+q+".dead")
+		return err == nil
+	})
 	return m
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 )
 
@@ -96,6 +97,8 @@ func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 			next = w.fresh(j, int(j.md.NumDelivered))
 		case err != nil:
 			return 0, err
+		case prev.Sequence != j.md.Sequence.Stream && w.forgottenDuplicate(j, prev):
+			return alreadyDone, nil
 		case prev.Sequence != j.md.Sequence.Stream:
 			// The record belongs to another message with the same id: a job enqueued
 			// again after the duplicate window, or requeued from dead letters.
@@ -133,6 +136,24 @@ func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 		// Someone wrote the record between our read and write: read it again.
 	}
 	return 0, fmt.Errorf("job %s: claim kept conflicting", j.id)
+}
+
+// forgottenDuplicate reports whether j's message is a second copy of the job that
+// prev, the record of an earlier message with the same id, says is done, stored
+// within the queue's duplicate window of the first: a copy the server should have
+// refused as a duplicate. It lets one through when it restarts: it rebuilds its
+// memory of job ids from the messages still in the stream, and a WorkQueue stream no
+// longer holds the jobs that were done, so a producer retrying an enqueue whose
+// reply was lost in the crash stores those jobs again. Such a copy is acked without
+// running (or, when it ran on a lazy first claim, without committing).
+//
+// Only a copy under the job id as its message id counts: a requeue from dead letters
+// publishes under a message id of its own, and means to run the job again.
+func (w *Worker) forgottenDuplicate(j *Job, prev *record.Record) bool {
+	window := w.objects.Stream.CachedInfo().Config.Duplicates
+	return prev.State == record.Done && prev.Sequence < j.md.Sequence.Stream && window > 0 &&
+		j.msg.Headers().Get(queue.HeaderID) == j.id &&
+		!prev.EnqueuedAt.IsZero() && j.md.Timestamp.Sub(prev.EnqueuedAt) < window
 }
 
 // follow decides what delivery j does after prev, the live record of the same message,

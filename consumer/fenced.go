@@ -153,7 +153,7 @@ func (w *Worker) createOver(ctx context.Context, j *Job, next *record.Record) er
 		return nil
 	case sameRun(old, next) && !old.State.Terminal():
 		return w.records.Update(ctx, next, old.Revision)
-	case old.Sequence == next.Sequence || !old.State.Terminal():
+	case old.Sequence == next.Sequence || !old.State.Terminal() || w.forgottenDuplicate(j, old):
 		return err
 	}
 	return w.records.Update(ctx, next, old.Revision)

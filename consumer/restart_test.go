@@ -52,9 +52,24 @@ func TestRestartServerMidRunEveryJobDoneOnce(t *testing.T) {
 
 	// The workers carry on by themselves: no new Run.
 	stopProgress := qaProgress(t, []*consumer.Worker{w1, w2})
-	testenv.Eventually(t, 45*time.Second, "every job acked", func() bool {
-		return qaStreamMsgs(t, js, "WORKQ_rs") == 0 && qaCommitted(w1, w2) >= n
-	})
+	ackDeadline := time.Now().Add(45 * time.Second)
+	for qaStreamMsgs(t, js, "WORKQ_rs") != 0 || qaCommitted(w1, w2) < n {
+		if time.Now().After(ackDeadline) {
+			// Say where the jobs are: the consumer's view and each worker's.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if c, err := js.Consumer(ctx, "WORKQ_rs", "workers"); err == nil {
+				ci, _ := c.Info(ctx)
+				t.Logf("consumer: pending %d, ack pending %d, redelivered %d, waiting pulls %d, delivered %+v, ack floor %+v",
+					ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting, ci.Delivered, ci.AckFloor)
+			}
+			t.Logf("w1 %+v health %v", w1.Stats(), w1.Health())
+			t.Logf("w2 %+v health %v", w2.Stats(), w2.Health())
+			t.Logf("goroutines:\n%s", strings.Join(qaWorkerGoroutines(), "\n\n"))
+			t.Fatalf("timed out after 45s waiting for every job acked: %d left", qaStreamMsgs(t, js, "WORKQ_rs"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	stopProgress()
 	for _, r := range []*qaRun{r1, r2} {
 		if _, err := r.stop(t, 10*time.Second); err != nil {
