@@ -46,11 +46,14 @@ func TestChaosGroupCommitServerKill(t *testing.T) {
 	o := observe(t, srv.url(), js, q)
 
 	var mu sync.Mutex
-	runs := map[string]int{}
+	runs := map[string]map[uint64]int{} // job → its message's sequence → runs
 	_, wjs := connect(t, srv.url())
 	w, err := consumer.New(ctx, wjs, q, consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
 		mu.Lock()
-		runs[j.ID()]++
+		if runs[j.ID()] == nil {
+			runs[j.ID()] = map[uint64]int{}
+		}
+		runs[j.ID()][j.Sequence()]++
 		mu.Unlock()
 		return nil
 	}), consumer.GroupCommit(true), consumer.Concurrency(64), consumer.AckWait(2*time.Second),
@@ -120,6 +123,7 @@ func TestChaosGroupCommitServerKill(t *testing.T) {
 			dones[r.key]++
 		}
 	}
+	copies := 0
 	for _, id := range ids {
 		r, err := p.Status(ctx, id)
 		switch {
@@ -129,11 +133,20 @@ func TestChaosGroupCommitServerKill(t *testing.T) {
 			t.Errorf("VIOLATION: job %s ended %s", id, r.State)
 		case dones[id] > 1:
 			t.Errorf("VIOLATION (committed twice): job %s has %d done writes", id, dones[id])
-		case runs[id] != r.Attempt:
-			t.Errorf("VIOLATION (attempt not counted): job %s ran %d times, its record says attempt %d", id, runs[id], r.Attempt)
+		case runs[id][r.Sequence] != r.Attempt:
+			t.Errorf("VIOLATION (attempt not counted): job %s ran %d times, its record says attempt %d", id, runs[id][r.Sequence], r.Attempt)
+		}
+		// A restarted server forgets the ids of jobs already done and removed, so
+		// the producer's retry of a batch whose reply was lost stores some again;
+		// the worker acks such a copy without committing it (consumer's
+		// forgottenDuplicate), though a copy taken on a lazy first claim has run.
+		for seq := range runs[id] {
+			if seq != r.Sequence {
+				copies++
+			}
 		}
 	}
-
+	t.Logf("%d second copies of done jobs (ids the restarted server forgot) ran and were not committed", copies)
 	if left := jobsLeft(t, js, q); left != 0 {
 		t.Errorf("VIOLATION: %d jobs left in the stream", left)
 	}
