@@ -137,8 +137,8 @@ func (p *Publish) settle(ack *jetstream.PubAck, err error) {
 }
 
 // Go queues msg for publishing and returns at once, with the future of its
-// acknowledgement. ctx bounds the publish: one
-// whose context has ended before it is sent is not sent.
+// acknowledgement. ctx bounds the publish: one whose context has ended before it is
+// sent is not sent.
 func (w *Writer) Go(ctx context.Context, msg *nats.Msg) *Publish {
 	p := &Publish{ctx: ctx, msg: msg, ok: make(chan *jetstream.PubAck, 1), errc: make(chan error, 1)}
 	w.mu.Lock()
