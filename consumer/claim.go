@@ -97,7 +97,7 @@ func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 			next = w.fresh(j, int(j.md.NumDelivered))
 		case err != nil:
 			return 0, err
-		case prev.Sequence != j.md.Sequence.Stream && w.forgottenDuplicate(j, prev):
+		case w.forgottenDuplicate(j, prev):
 			return alreadyDone, nil
 		case prev.Sequence != j.md.Sequence.Stream:
 			// The record belongs to another message with the same id: a job enqueued

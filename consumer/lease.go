@@ -25,18 +25,14 @@ type lease struct {
 	anchor time.Time
 	inc    queue.Incarnation
 
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
-	check   func() // the claim check of a running fenced job; nil otherwise
+	mu    sync.Mutex
+	t     *time.Timer
+	check func() // the claim check of a running fenced job; nil otherwise
 
 	checking atomic.Bool // a claim check is under way
-	ended    atomic.Bool // stop was called (stopped, readable without mu)
+	stopped  atomic.Bool // stop was called (set under mu, readable without it)
 	seq      uint64      // the stream sequence it holds in the worker's held set; 0 before
 }
-
-// isStopped reports whether the lease has ended.
-func (l *lease) isStopped() bool { return l.ended.Load() }
 
 // newLease starts the progress reports of msg, which a pull sent at anchor brought
 // while inc was the consumer's incarnation.
@@ -53,7 +49,7 @@ func (w *Worker) newLease(msg jetstream.Msg, anchor time.Time, inc queue.Incarna
 func (l *lease) beat() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.stopped {
+	if l.stopped.Load() {
 		return
 	}
 	if err := l.msg.InProgress(); err == nil {
@@ -89,11 +85,10 @@ func (l *lease) watch(check func()) {
 // was found to belong to another worker.
 func (l *lease) stop() {
 	l.mu.Lock()
-	l.stopped = true
+	l.stopped.Store(true)
 	l.check = nil
 	l.t.Stop()
 	l.mu.Unlock()
-	l.ended.Store(true)
 	if l.seq != 0 {
 		l.w.held.release(l)
 	}

@@ -48,7 +48,7 @@ const (
 func (h *held) hold(seq uint64, l *lease) holding {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if old := h.m[seq]; old != nil && old != l && old.inc.Epoch == l.inc.Epoch && !old.isStopped() {
+	if old := h.m[seq]; old != nil && old != l && old.inc.Epoch == l.inc.Epoch && !old.stopped.Load() {
 		return twinOfLive
 	}
 	if h.m == nil {
@@ -62,7 +62,8 @@ func (h *held) hold(seq uint64, l *lease) holding {
 	return fresh
 }
 
-// release forgets l as the holder of its sequence and notes when it ended.
+// release forgets l as the holder of its sequence and adds the sequence to the
+// finished ring, pushing out the oldest when the ring is full.
 func (h *held) release(l *lease) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -24,7 +24,7 @@ func TestHeldTwins(t *testing.T) {
 	finish := func(seq uint64) {
 		l := lease(2)
 		w.held.hold(seq, l)
-		l.ended.Store(true)
+		l.stopped.Store(true)
 		w.held.release(l)
 	}
 	finish(8)
@@ -32,7 +32,7 @@ func TestHeldTwins(t *testing.T) {
 	if got := w.held.hold(8, c); got != twinOfRecent {
 		t.Fatalf("delivery of a finished one: %v, want twinOfRecent", got)
 	}
-	c.ended.Store(true)
+	c.stopped.Store(true)
 	w.held.release(c) // finished again: still one entry
 	for seq := uint64(100); seq < 100+finishedKept; seq++ {
 		finish(seq)

@@ -94,7 +94,8 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 		if err != nil {
 			return err
 		}
-		o.Records, err = ensureBucket(ctx, js, jetstream.KeyValueConfig{
+		var records jetstream.StreamConfig
+		o.Records, records, err = ensureBucket(ctx, js, jetstream.KeyValueConfig{
 			Bucket:      n.Bucket,
 			Description: "workq job records of queue " + n.Queue,
 			History:     1,
@@ -106,13 +107,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 			return err
 		}
 		o.AtomicJobs = allowAtomic(ctx, js, o.Stream.CachedInfo().Config)
-		st, err := o.Records.Status(ctx)
-		if err != nil {
-			return err
-		}
-		if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
-			o.AtomicRecords = allowAtomic(ctx, js, bs.StreamInfo().Config)
-		}
+		o.AtomicRecords = allowAtomic(ctx, js, records)
 		return nil
 	})
 	if err != nil {
@@ -167,7 +162,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 //     stay longer) than it asked, so that is refused rather than ignored.
 //   - Replicas and memory storage are checked as for the streams: when asked.
 //   - The bucket's stream must take the bucket's subjects, or record writes fail.
-func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig, asked Config) (jetstream.KeyValue, error) {
+//
+// It returns the bucket and its stream's configuration.
+func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig, asked Config) (jetstream.KeyValue, jetstream.StreamConfig, error) {
 	kv, err := js.KeyValue(ctx, want.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, want)
@@ -176,18 +173,18 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		}
 	}
 	if errors.Is(err, jetstream.ErrBadBucket) {
-		return nil, fmt.Errorf("%w: bucket %s: stream KV_%s exists but is not a key-value bucket", ErrIncompatible, want.Bucket, want.Bucket)
+		return nil, jetstream.StreamConfig{}, fmt.Errorf("%w: bucket %s: stream KV_%s exists but is not a key-value bucket", ErrIncompatible, want.Bucket, want.Bucket)
 	}
 	if err != nil {
-		return nil, err
+		return nil, jetstream.StreamConfig{}, err
 	}
 	st, err := kv.Status(ctx)
 	if err != nil {
-		return nil, err
+		return nil, jetstream.StreamConfig{}, err
 	}
 	bs, ok := st.(*jetstream.KeyValueBucketStatus)
 	if !ok {
-		return nil, fmt.Errorf("bucket %s: unexpected status type %T", want.Bucket, st)
+		return nil, jetstream.StreamConfig{}, fmt.Errorf("bucket %s: unexpected status type %T", want.Bucket, st)
 	}
 	have := bs.StreamInfo().Config
 	var bad []string
@@ -207,9 +204,9 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		bad = append(bad, fmt.Sprintf("subjects %v lack %s", have.Subjects, subj))
 	}
 	if len(bad) > 0 {
-		return nil, fmt.Errorf("%w: bucket %s has %v", ErrIncompatible, want.Bucket, bad)
+		return nil, jetstream.StreamConfig{}, fmt.Errorf("%w: bucket %s has %v", ErrIncompatible, want.Bucket, bad)
 	}
-	return kv, nil
+	return kv, have, nil
 }
 
 func ttlString(d time.Duration) string {

@@ -111,6 +111,13 @@ func TestProvisionAcceptsCompatibleObjects(t *testing.T) {
 	if st.TTL() != time.Hour {
 		t.Fatalf("bucket TTL = %s, want the existing 1h kept", st.TTL())
 	}
+	// Objects created without atomic batch publishes (the operator's bucket, or any
+	// queue from before group commit) get them, and Provision says so.
+	bs := st.(*jetstream.KeyValueBucketStatus)
+	if !o.AtomicJobs || !o.AtomicRecords || !bs.StreamInfo().Config.AllowAtomicPublish {
+		t.Fatalf("atomic publishes: jobs %v, records %v (bucket stream allow_atomic %v); want all on",
+			o.AtomicJobs, o.AtomicRecords, bs.StreamInfo().Config.AllowAtomicPublish)
+	}
 	// Explicitly asking for what exists is fine too.
 	if _, err := Provision(testenv.Context(t, 10*time.Second), js, n, Config{Replicas: 1, RecordTTL: time.Hour}); err != nil {
 		t.Fatalf("Provision asking for the existing TTL: %v", err)
@@ -169,7 +176,7 @@ func TestProvisionRefusesIncompatibleBucket(t *testing.T) {
 		// would refuse the R1 streams first.
 		n := mustNames(t, "repl")
 		bucket(t, n, jetstream.KeyValueConfig{History: 1, Replicas: 1})
-		_, err := ensureBucket(testenv.Context(t, 10*time.Second), js, jetstream.KeyValueConfig{Bucket: n.Bucket, History: 1}, Config{Replicas: 3})
+		_, _, err := ensureBucket(testenv.Context(t, 10*time.Second), js, jetstream.KeyValueConfig{Bucket: n.Bucket, History: 1}, Config{Replicas: 3})
 		wantIncompatible(t, err, "bucket WORKQ_repl_JOBS", "1 replicas, want 3")
 	})
 	t.Run("not a bucket", func(t *testing.T) {
