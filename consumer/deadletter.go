@@ -13,9 +13,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/workq/workq/internal/jsx"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/retry"
 )
 
 // deadLetter moves j to the dead-letter stream: the record says dead (fenced on the
@@ -48,7 +48,7 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 		}
 		level(fmt.Sprintf("dead letter of job %s shrunk to fit the server's max payload", j.id), "job", j.id, "cut", cut.String())
 	}
-	err := jsx.Retry(wctx, func(c context.Context) error {
+	err := retry.Do(wctx, func(c context.Context) error {
 		_, err := w.js.PublishMsg(c, msg)
 		return err
 	})

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/workq/workq/internal/jsx"
 	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/retry"
 )
 
 // processFenced claims, runs and commits one delivery (see the package doc).
@@ -103,7 +103,7 @@ func (w *Worker) put(ctx context.Context, j *Job, next *record.Record, prev uint
 	wctx, cancel := w.writeContext(ctx)
 	defer cancel()
 	perTry := min(max(w.cfg.ackWait/4, 200*time.Millisecond), 5*time.Second)
-	return jsx.RetryEach(wctx, perTry, func(c context.Context) error {
+	return retry.DoEach(wctx, perTry, func(c context.Context) error {
 		var err error
 		if prev == 0 {
 			err = w.createOver(c, j, next)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/queue"
 )
 
@@ -71,7 +71,7 @@ func (w *Worker) recover(ctx context.Context) (changed bool) {
 	defer cancel()
 	c, inc, err := w.ensureConsumer(cctx)
 	if err != nil {
-		if ctx.Err() == nil && !jsx.Transient(err) && cctx.Err() == nil {
+		if ctx.Err() == nil && !jserr.Transient(err) && cctx.Err() == nil {
 			w.unhealthy(err, true)
 		}
 		return false

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/naming"
 	"github.com/workq/workq/internal/queue"
 )
 
@@ -27,7 +27,7 @@ const (
 	// (about 200 bytes), result and last_error included.
 	recordKeysRoom = 256
 	// recordNamesRoom: id, queue and state.
-	recordNamesRoom = queue.MaxIDLen + jsx.MaxNameLen + len("retrying")
+	recordNamesRoom = queue.MaxIDLen + naming.MaxLen + len("retrying")
 	// recordNumbersRoom: attempt, max_attempts, delivery, sequence and the worker's pid.
 	recordNumbersRoom = 5 * len("-9223372036854775808")
 	// recordTimesRoom: enqueued_at, started_at, finished_at and retry_at.

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/groupcommit"
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/naming"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 )
@@ -21,7 +21,7 @@ import (
 // Re-exported so callers need not import the internal packages.
 var (
 	// ErrInvalidName: a queue name workq cannot use.
-	ErrInvalidName = jsx.ErrInvalidName
+	ErrInvalidName = naming.ErrInvalid
 	// ErrIncompatible: the queue or its consumer exists with a configuration this
 	// worker cannot use (for example another AckWait).
 	ErrIncompatible = queue.ErrIncompatible

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/retry"
 )
 
 // How a lock is granted. Every grant is a compare-and-set write on a key's last
@@ -138,7 +139,7 @@ func (l *Locker) acquire(ctx context.Context, op string, tg *target, ac acquireC
 		tctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		defer cancel()
 		var lk *Lock
-		err := jsx.Retry(tctx, func(actx context.Context) error {
+		err := retry.Do(tctx, func(actx context.Context) error {
 			var err error
 			lk, err = l.tryClaim(actx, tg, g, states, false)
 			return err
@@ -159,7 +160,7 @@ func (l *Locker) acquire(ctx context.Context, op string, tg *target, ac acquireC
 		l.granted(lk, start, false)
 		return lk, nil
 	}
-	if !errors.Is(err, errContended) && !jsx.Transient(err) {
+	if !errors.Is(err, errContended) && !jserr.Transient(err) {
 		return nil, tg.errorf(op, err)
 	}
 	l.metrics.contention.WithLabelValues(tg.kind).Inc()
@@ -186,7 +187,7 @@ func (l *Locker) tryClaim(ctx context.Context, tg *target, g *grant, states []sl
 		return lk, nil
 	}
 	l.freeRevs.drop(tg.keys[first])
-	if !jsx.IsConflict(err) {
+	if !jserr.IsConflict(err) {
 		return nil, err
 	}
 	if wait && n > 1 {
@@ -204,7 +205,7 @@ func (l *Locker) tryClaim(ctx context.Context, tg *target, g *grant, states []sl
 			if err == nil {
 				return lk, nil
 			}
-			if !jsx.IsConflict(err) {
+			if !jserr.IsConflict(err) {
 				return nil, err
 			}
 			states[s].tried = true
@@ -317,7 +318,7 @@ func (l *Locker) wait(ctx context.Context, op string, tg *target, ac acquireConf
 			}
 			return nil, &LockedError{Op: op, Kind: tg.kind, Name: tg.name, Holders: hs, cause: ctxErr}
 		}
-		if !jsx.Transient(err) && !errors.Is(err, errWatchEnded) {
+		if !jserr.Transient(err) && !errors.Is(err, errWatchEnded) {
 			return nil, tg.errorf(op, err)
 		}
 		lastErr = err
@@ -472,7 +473,7 @@ func (l *Locker) act(ctx context.Context, tg *target, ac acquireConfig, g *grant
 				}
 				return lk, nil
 			}
-			if !jsx.IsConflict(err) {
+			if !jserr.IsConflict(err) {
 				return nil, err
 			}
 			// Someone else wrote first, or our view is stale (a marker that expired

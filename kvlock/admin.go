@@ -11,7 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/retry"
 )
 
 // Entry is a held lock or semaphore slot as the bucket stores it, for operators'
@@ -32,7 +33,7 @@ func (l *Locker) List(ctx context.Context) ([]Entry, error) {
 		return nil, fmt.Errorf("kvlock: list: nil context: %w", ErrInvalidArgument)
 	}
 	var out []Entry
-	err := jsx.Retry(ctx, func(ctx context.Context) error {
+	err := retry.Do(ctx, func(ctx context.Context) error {
 		out = out[:0]
 		w, err := l.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 		if err != nil {
@@ -79,7 +80,7 @@ func (l *Locker) Inspect(ctx context.Context, name string) (*Holder, error) {
 		return nil, fmt.Errorf("kvlock: inspect lock: %w", err)
 	}
 	var st slotState
-	err = jsx.Retry(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		var err error
 		st, err = l.read(ctx, key)
 		return err
@@ -109,7 +110,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name string, revision uint64)
 	}
 	errorf := func(err error) error { return fmt.Errorf("kvlock: force-release lock %q: %w", name, err) }
 	var st slotState
-	err = jsx.Retry(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		var err error
 		st, err = l.read(ctx, key)
 		return err
@@ -124,11 +125,11 @@ func (l *Locker) ForceRelease(ctx context.Context, name string, revision uint64)
 	if revision != 0 && st.rev != revision {
 		return h, errorf(fmt.Errorf("held at revision %d, not %d, by %s: %w", st.rev, revision, h, ErrNotHeld))
 	}
-	err = jsx.Retry(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		_, err := l.purge(ctx, key, st.rev)
 		return err
 	})
-	if jsx.IsConflict(err) {
+	if jserr.IsConflict(err) {
 		return h, errorf(fmt.Errorf("changed while releasing (renewed or released by its holder): %w", ErrNotHeld))
 	}
 	if err != nil {
@@ -168,7 +169,7 @@ func decodeKey(key string) (name, kind string, slot int, ok bool) {
 // creating it (New creates it), so read-only tools can say "no locks" instead.
 func BucketExists(ctx context.Context, js jetstream.JetStream, bucket string) (bool, error) {
 	var found bool
-	err := jsx.Retry(ctx, func(ctx context.Context) error {
+	err := retry.Do(ctx, func(ctx context.Context) error {
 		_, err := js.KeyValue(ctx, bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			found = false

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/naming"
 )
 
 // Sentinel errors. Every error returned by this package wraps one of these (or a
@@ -35,7 +35,7 @@ var (
 	// ErrInvalidName rejects an empty or over-long lock or semaphore name, and a
 	// limiter name outside [A-Za-z0-9_-]. It is the same value as the one used by
 	// the rest of workq for queue names.
-	ErrInvalidName = jsx.ErrInvalidName
+	ErrInvalidName = naming.ErrInvalid
 
 	// ErrInvalidArgument rejects a zero, negative or too small TTL, semaphore size,
 	// rate or window, a nil JetStream context or function, and similar input.

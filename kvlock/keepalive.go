@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/jserr"
 )
 
 // keepalive renews the lock every third of its lease until Release stops it or the
@@ -84,7 +84,7 @@ func (lk *Lock) renew(retry time.Duration) bool {
 		if lk.stopCtx.Err() != nil {
 			return false
 		}
-		if jsx.IsConflict(err) {
+		if jserr.IsConflict(err) {
 			// Either someone else wrote, or an earlier renewal of ours landed though
 			// its reply was lost. The value's grant id tells.
 			rctx, rcancel := context.WithTimeout(ctx, attemptTimeout)

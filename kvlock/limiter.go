@@ -10,7 +10,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/naming"
+	"github.com/workq/workq/internal/retry"
 )
 
 // MinWindow is the shortest limiter window. The server removes aged permits in a
@@ -51,7 +53,7 @@ type Limiter struct {
 // server until ctx ends; if the limiter exists with another n or window it fails
 // with ErrLimiterConfig.
 func (l *Locker) Limiter(ctx context.Context, name string, n int, window time.Duration) (*Limiter, error) {
-	if err := jsx.CheckName("limiter", name); err != nil {
+	if err := naming.Check("limiter", name); err != nil {
 		return nil, fmt.Errorf("kvlock: limiter: %w", err)
 	}
 	if n < 1 {
@@ -79,7 +81,7 @@ func (l *Locker) Limiter(ctx context.Context, name string, n int, window time.Du
 		Duplicates:           window,
 		AllowDirect:          true,
 	}
-	err := jsx.Retry(ctx, func(ctx context.Context) error {
+	err := retry.Do(ctx, func(ctx context.Context) error {
 		st, err := l.js.CreateStream(ctx, cfg)
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			st, err = l.js.Stream(ctx, cfg.Name)
@@ -175,7 +177,7 @@ func (lim *Limiter) Wait(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return lim.errorf("wait", errors.Join(ctx.Err(), err))
 			}
-			if !jsx.Transient(err) {
+			if !jserr.Transient(err) {
 				return err
 			}
 			after = delay

@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/retry"
 )
 
 // Lock is a granted lock or semaphore slot. It is renewed in the background until
@@ -139,9 +140,9 @@ func (lk *Lock) Release(ctx context.Context) error {
 	defer lk.releaseMu.Unlock()
 
 	lk.mu.Lock()
-	st, retry := lk.state, lk.releaseFailed
+	st, again := lk.state, lk.releaseFailed
 	lk.mu.Unlock()
-	if st == stateReleased && !retry {
+	if st == stateReleased && !again {
 		return lk.errorf(fmt.Errorf("already released: %w", ErrNotHeld))
 	}
 	lk.stopKeep()
@@ -161,7 +162,7 @@ func (lk *Lock) Release(ctx context.Context) error {
 		return lk.errorf(fmt.Errorf("lease ran out or was taken over before release: %w", ErrNotHeld))
 	}
 	var released bool
-	err := jsx.Retry(ctx, func(ctx context.Context) error {
+	err := retry.Do(ctx, func(ctx context.Context) error {
 		var err error
 		released, err = lk.deleteIfMine(ctx, rev)
 		return err
@@ -190,7 +191,7 @@ func (lk *Lock) deleteIfMine(ctx context.Context, rev uint64) (bool, error) {
 			lk.l.freeRevs.put(lk.key, markerRev)
 			return true, nil
 		}
-		if !jsx.IsConflict(err) {
+		if !jserr.IsConflict(err) {
 			return false, err
 		}
 		st, err := lk.l.read(ctx, lk.key)

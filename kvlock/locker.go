@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/retry"
 )
 
 // Locker grants named locks and semaphores from one KV bucket and creates rate
@@ -65,7 +65,7 @@ func New(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Locker, 
 		freeRevs: newRevCache(4096),
 	}
 	l.host, _ = os.Hostname()
-	err = jsx.Retry(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:         cfg.bucket,
 			Description:    "workq locks and semaphores (kvlock)",

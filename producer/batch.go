@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/jserr"
 )
 
 // Result is the outcome of one job of a batch: its JobInfo, or the error that kept
@@ -88,7 +88,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 			fail(pd.i, ctx.Err())
 			return
 		}
-		if !jsx.Transient(err) && !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
+		if !jserr.Transient(err) && !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
 			fail(pd.i, err)
 			return
 		}
@@ -122,7 +122,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 				settle() // other publishers share the client's limit: make room and retry
 				continue
 			}
-			if errors.Is(err, jetstream.ErrTooManyStalledMsgs) || jsx.Transient(err) {
+			if errors.Is(err, jetstream.ErrTooManyStalledMsgs) || jserr.Transient(err) {
 				resend(i, msg)
 				break
 			}

@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jobid"
-	"github.com/workq/workq/internal/jsx"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/retry"
 )
 
 // Job is one job to enqueue.
@@ -68,7 +68,7 @@ func (p *Producer) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueO
 // failures until ctx ends.
 func (p *Producer) publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
 	var ack *jetstream.PubAck
-	err := jsx.Retry(ctx, func(ctx context.Context) error {
+	err := retry.Do(ctx, func(ctx context.Context) error {
 		var err error
 		if p.group != nil {
 			ack, err = p.group.PublishMsg(ctx, msg)

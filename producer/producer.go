@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/groupcommit"
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/naming"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 )
@@ -17,7 +17,7 @@ import (
 // Errors callers can test with errors.Is.
 var (
 	// ErrInvalidName: a queue name or job id that workq cannot use.
-	ErrInvalidName = jsx.ErrInvalidName
+	ErrInvalidName = naming.ErrInvalid
 	// ErrIncompatible: the queue exists with a configuration workq cannot use.
 	ErrIncompatible = queue.ErrIncompatible
 	// ErrPayloadTooLarge: the job's payload and headers do not fit in the server's max

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/workq/workq/internal/bench"
+	"github.com/workq/workq/cmd/workq/internal/bench"
 )
 
 // benchStep is one scenario (or one configuration of it) in a run.

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/bench"
+	"github.com/workq/workq/cmd/workq/internal/bench"
 	"github.com/workq/workq/testenv"
 )
 

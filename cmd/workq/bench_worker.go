@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/workq/workq/internal/bench"
+	"github.com/workq/workq/cmd/workq/internal/bench"
 )
 
 // benchWorkerCommand is the worker side of `workq bench --scenario backlog`, run in a

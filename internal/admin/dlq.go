@@ -11,8 +11,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/retry"
 )
 
 // ErrNoDeadLetter means no dead letter matches the selection.
@@ -66,7 +67,7 @@ func deadStream(ctx context.Context, js jetstream.JetStream, name string) (queue
 		return n, nil, err
 	}
 	var s jetstream.Stream
-	err = jsx.Retry(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		var err error
 		s, err = js.Stream(ctx, n.DeadStream)
 		return err
@@ -256,7 +257,7 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	h.Set(queue.HeaderID, fmt.Sprintf("%s:requeue:%d", id, d.Sequence))
 	msg := &nats.Msg{Subject: n.JobSubject(id), Data: d.Payload, Header: h}
 	var ack *jetstream.PubAck
-	err := jsx.Retry(ctx, func(ctx context.Context) error {
+	err := retry.Do(ctx, func(ctx context.Context) error {
 		var err error
 		ack, err = js.PublishMsg(ctx, msg, jetstream.WithExpectStream(n.Stream))
 		return err
@@ -264,9 +265,9 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	if err != nil {
 		return Requeued{}, fmt.Errorf("queue %s: requeue job %s (dead letter #%d): %w", n.Queue, id, d.Sequence, err)
 	}
-	err = jsx.Retry(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		err := s.DeleteMsg(ctx, d.Sequence)
-		if errors.Is(err, jetstream.ErrMsgNotFound) || jsx.HasCode(err, jetstream.JSErrCodeMessageNotFound) {
+		if errors.Is(err, jetstream.ErrMsgNotFound) || jserr.HasCode(err, jetstream.JSErrCodeMessageNotFound) {
 			return nil // deleted by a concurrent requeue
 		}
 		return err
@@ -295,7 +296,7 @@ func PurgeDead(ctx context.Context, js jetstream.JetStream, name string) (uint64
 		return 0, err
 	}
 	before := s.CachedInfo().State.Msgs
-	if err := jsx.Retry(ctx, func(ctx context.Context) error { return s.Purge(ctx) }); err != nil {
+	if err := retry.Do(ctx, func(ctx context.Context) error { return s.Purge(ctx) }); err != nil {
 		return 0, fmt.Errorf("queue %s: purge dead letters %s: %w", n.Queue, n.DeadStream, err)
 	}
 	return before, nil

@@ -14,8 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/jsx"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/retry"
 )
 
 // ErrNoQueue means the queue's jobs stream does not exist.
@@ -52,7 +52,7 @@ func Names(name string) (queue.Names, error) { return queue.NamesFor(name) }
 // jobsStream returns the queue's jobs stream or ErrNoQueue.
 func jobsStream(ctx context.Context, js jetstream.JetStream, n queue.Names) (jetstream.Stream, error) {
 	var s jetstream.Stream
-	err := jsx.Retry(ctx, func(ctx context.Context) error {
+	err := retry.Do(ctx, func(ctx context.Context) error {
 		var err error
 		s, err = js.Stream(ctx, n.Stream)
 		return err
@@ -79,7 +79,7 @@ func Exists(ctx context.Context, js jetstream.JetStream, name string) error {
 // ListQueues returns the info of every workq queue on the server, by name.
 func ListQueues(ctx context.Context, js jetstream.JetStream) ([]QueueInfo, error) {
 	var names []string
-	err := jsx.Retry(ctx, func(ctx context.Context) error {
+	err := retry.Do(ctx, func(ctx context.Context) error {
 		names = names[:0]
 		l := js.ListStreams(ctx, jetstream.WithStreamListSubject("workq.*.jobs"))
 		for si := range l.Info() {
@@ -141,7 +141,7 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 		qi.FirstJob = si.State.FirstTime
 	}
 	var delivered uint64 // the consumer's last delivered stream sequence
-	err = jsx.Retry(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		c, err := s.Consumer(ctx, n.Consumer)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return nil
@@ -166,7 +166,7 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 		qi.Retrying = min(qi.Retrying, qi.AckPending) // jobs acknowledged meanwhile
 		qi.Running = qi.AckPending - qi.Retrying
 	}
-	err = jsx.Retry(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		d, err := js.Stream(ctx, n.DeadStream)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil
@@ -180,7 +180,7 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: dead letters %s: %w", n.Queue, n.DeadStream, err)
 	}
-	err = jsx.Retry(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		b, err := js.Stream(ctx, "KV_"+n.Bucket)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil
@@ -210,7 +210,7 @@ func Purge(ctx context.Context, js jetstream.JetStream, name string) (uint64, er
 		return 0, err
 	}
 	before := s.CachedInfo().State.Msgs
-	if err := jsx.Retry(ctx, func(ctx context.Context) error { return s.Purge(ctx) }); err != nil {
+	if err := retry.Do(ctx, func(ctx context.Context) error { return s.Purge(ctx) }); err != nil {
 		return 0, fmt.Errorf("purge queue %s (stream %s): %w", n.Queue, n.Stream, err)
 	}
 	return before, nil
@@ -227,7 +227,7 @@ func Remove(ctx context.Context, js jetstream.JetStream, name string) error {
 		return err
 	}
 	for _, stream := range []string{n.Stream, n.DeadStream, "KV_" + n.Bucket} {
-		err := jsx.Retry(ctx, func(ctx context.Context) error {
+		err := retry.Do(ctx, func(ctx context.Context) error {
 			err := js.DeleteStream(ctx, stream)
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
 				return nil
@@ -260,7 +260,7 @@ func SetAckWait(ctx context.Context, js jetstream.JetStream, name string, d time
 		return 0, err
 	}
 	var old time.Duration
-	err = jsx.Retry(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		c, err := s.Consumer(ctx, n.Consumer)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return fmt.Errorf("queue %s has %w (no worker has run yet; the first one sets the ack wait)", n.Queue, ErrNoWorkers)

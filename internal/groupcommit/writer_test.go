@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/testenv"
 )
 
@@ -138,7 +138,7 @@ func TestStaleWriteInABatchFailsAlone(t *testing.T) {
 			t.Fatal(gerr)
 		}
 		switch {
-		case i == 3 && !jsx.IsConflict(err):
+		case i == 3 && !jserr.IsConflict(err):
 			t.Fatalf("stale write: %v, want a conflict", err)
 		case i == 3 && string(e.Value()) != "reclaimed":
 			t.Fatalf("stale write landed: k3 = %q", e.Value())

@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/naming"
 )
 
 // Headers workq sets on a job message. Every one is optional: a plain publish to the
@@ -54,7 +54,7 @@ const (
 	MaxDeadError = 1024
 	// maxSubject bounds the Workq-Original-Subject value of a workq job:
 	// "workq." + queue + ".jobs." + id.
-	maxSubject = len("workq.") + jsx.MaxNameLen + len(".jobs.") + MaxIDLen
+	maxSubject = len("workq.") + naming.MaxLen + len(".jobs.") + MaxIDLen
 	// maxUint64Len is the longest decimal uint64 (and int64 with its sign).
 	maxUint64Len = 20
 	// maxTimeLen is the longest UTC time in RFC 3339 with nanoseconds.
@@ -80,7 +80,7 @@ const DeadLetterReserve = 2048
 const deadLetterLines = len("NATS/1.0\r\n\r\n") +
 	len(HeaderID+": dead:") + MaxIDLen + len(":") + maxUint64Len + len("\r\n") +
 	len(HeaderDeadID+": ") + MaxIDLen + len("\r\n") +
-	len(HeaderDeadQueue+": ") + jsx.MaxNameLen + len("\r\n") +
+	len(HeaderDeadQueue+": ") + naming.MaxLen + len("\r\n") +
 	len(HeaderDeadAttempts+": ") + maxUint64Len + len("\r\n") +
 	len(HeaderDeadError+": ") + MaxDeadError + len("\r\n") +
 	len(HeaderDeadSubject+": ") + maxSubject + len("\r\n") +

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/naming"
 )
 
 // Names are the JetStream objects of one queue.
@@ -27,7 +27,7 @@ const ConsumerName = "workers"
 
 // NamesFor checks the queue name and derives its objects' names.
 func NamesFor(q string) (Names, error) {
-	if err := jsx.CheckName("queue", q); err != nil {
+	if err := naming.Check("queue", q); err != nil {
 		return Names{}, err
 	}
 	return Names{
@@ -57,13 +57,13 @@ const MaxIDLen = 200
 // subject suffix.
 func CheckID(id string) error {
 	if id == "" {
-		return fmt.Errorf("%w: job id is empty", jsx.ErrInvalidName)
+		return fmt.Errorf("%w: job id is empty", naming.ErrInvalid)
 	}
 	if len(id) > MaxIDLen {
-		return fmt.Errorf("%w: job id %.20q… is longer than %d characters", jsx.ErrInvalidName, id, MaxIDLen)
+		return fmt.Errorf("%w: job id %.20q… is longer than %d characters", naming.ErrInvalid, id, MaxIDLen)
 	}
 	if id[0] == '.' || id[len(id)-1] == '.' || strings.Contains(id, "..") {
-		return fmt.Errorf("%w: job id %q: '.' may not start or end it or stand twice in a row", jsx.ErrInvalidName, id)
+		return fmt.Errorf("%w: job id %q: '.' may not start or end it or stand twice in a row", naming.ErrInvalid, id)
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
@@ -71,7 +71,7 @@ func CheckID(id string) error {
 			c == '_' || c == '-' || c == '=' || c == '/' || c == '.'
 		if !ok {
 			return fmt.Errorf("%w: job id %q has %q at offset %d; only letters, digits and _-=/. are allowed in job ids",
-				jsx.ErrInvalidName, id, rune(c), i)
+				naming.ErrInvalid, id, rune(c), i)
 		}
 	}
 	return nil

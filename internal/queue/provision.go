@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/retry"
 )
 
 // ErrIncompatible means a queue's stream, bucket or consumer exists with a
@@ -68,7 +68,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 	}
 	replicas := max(cfg.Replicas, 1)
 	o := &Objects{Names: n}
-	err := jsx.Retry(ctx, func(ctx context.Context) error {
+	err := retry.Do(ctx, func(ctx context.Context) error {
 		var err error
 		o.Stream, err = ensureStream(ctx, js, jetstream.StreamConfig{
 			Name:        n.Stream,
@@ -251,7 +251,7 @@ func ConsumerConfig(n Names, ackWait time.Duration, maxAckPending, replicas int)
 func EnsureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.ConsumerConfig, beforeCreate ...func(context.Context, *jetstream.ConsumerConfig) error) (jetstream.Consumer, error) {
 	stream := s.CachedInfo().Config.Name
 	var c jetstream.Consumer
-	err := jsx.Retry(ctx, func(ctx context.Context) error {
+	err := retry.Do(ctx, func(ctx context.Context) error {
 		var err error
 		c, err = s.Consumer(ctx, want.Durable)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/groupcommit"
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/jserr"
 )
 
 // ErrNotFound means the bucket holds no record for the id.
@@ -158,7 +158,7 @@ func (s Store) Create(ctx context.Context, r *Record) error {
 		return err
 	}
 	rev, err := s.KV.Create(ctx, r.ID, b)
-	if jsx.IsConflict(err) {
+	if jserr.IsConflict(err) {
 		return fmt.Errorf("%w: %s: %w", ErrConflict, r.ID, err)
 	}
 	if err != nil {
@@ -214,7 +214,7 @@ func (s Store) write(ctx context.Context, r *Record, h nats.Header) error {
 
 // written sets r's revision from a write's acknowledgement, or classifies its error.
 func (s Store) written(r *Record, ack *jetstream.PubAck, err error) error {
-	if jsx.IsConflict(err) {
+	if jserr.IsConflict(err) {
 		return fmt.Errorf("%w: %s: %w", ErrConflict, r.ID, err)
 	}
 	if err != nil {

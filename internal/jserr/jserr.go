@@ -1,10 +1,14 @@
-// Package jsx holds small JetStream helpers shared by workq's packages: error
-// classification, name checks and waiting for a server.
-package jsx
+// Package jserr classifies the errors JetStream returns: a lost compare-and-set, a
+// server that is not reachable right now, an API error code. Every package that
+// decides between "retry", "conflict" and "give up" asks here, so they all decide
+// alike.
+package jserr
 
 import (
+	"context"
 	"errors"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -33,4 +37,16 @@ func IsConflict(err error) bool {
 func HasCode(err error, code jetstream.ErrorCode) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == code
+}
+
+// Transient reports whether err means "not reachable right now" rather than "wrong".
+func Transient(err error) bool {
+	switch {
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected),
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+		return true
+	}
+	return HasCode(err, 10008) /* JetStream temporarily unavailable */ || HasCode(err, 10009) /* not leader */
 }

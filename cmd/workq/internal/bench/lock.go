@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/jsx"
+	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/kvlock"
 )
 
@@ -164,14 +164,14 @@ func handoffRound(ctx context.Context, holders, k int, acquire func(ctx context.
 
 // rawLockAcquire is a waiting lock written directly on the KV API: Create, and on
 // conflict watch the key and try again when it is deleted. A conflict is classified
-// as a careful raw user must on a cluster (jsx.IsConflict).
+// as a careful raw user must on a cluster (jserr.IsConflict).
 func rawLockAcquire(ctx context.Context, kv jetstream.KeyValue, key string) (func(context.Context) error, error) {
 	for {
 		rev, err := kv.Create(ctx, key, []byte("x"), jetstream.KeyTTL(10*time.Second))
 		if err == nil {
 			return func(ctx context.Context) error { return kv.Delete(ctx, key, jetstream.LastRevision(rev)) }, nil
 		}
-		if !jsx.IsConflict(err) { // ErrKeyExists; on a replicated bucket, also error 10164
+		if !jserr.IsConflict(err) { // ErrKeyExists; on a replicated bucket, also error 10164
 			return nil, err
 		}
 		w, err := kv.Watch(ctx, key)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workq/workq/internal/bench"
+	"github.com/workq/workq/cmd/workq/internal/bench"
 	"github.com/workq/workq/testenv"
 )
 
