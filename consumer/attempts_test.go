@@ -25,6 +25,7 @@ import (
 // A first attempt writes its claim lazily. A worker cut off before that claim lands
 // leaves no trace in the job record, yet its run counts: the next run is attempt 2.
 func TestCutOffBeforeLazyClaimCountsAttempt(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	jsA, px := proxiedJS(t, env)
@@ -68,6 +69,7 @@ func TestCutOffBeforeLazyClaimCountsAttempt(t *testing.T) {
 // do not count as attempts: with MaxAttempts(1), every job a stopped worker held in
 // its buffer still runs once on the next worker.
 func TestHandedBackJobsDoNotCountAttempts(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "handback"
@@ -134,6 +136,7 @@ const (
 // once, before anything is written — as a Go fatal error, an OOM kill or a segfault
 // in a cgo library would.
 func TestPoisonWorkerProcess(t *testing.T) {
+	t.Parallel()
 	url := os.Getenv(poisonURL)
 	if url == "" {
 		t.Skip("the worker process of TestPoisonJobKillingItsWorkers")
@@ -175,6 +178,7 @@ func TestPoisonWorkerProcess(t *testing.T) {
 // runs exactly MaxAttempts times, each on a new worker process, then lands in dead
 // letters with a reason saying its workers died; every other job of the queue is done.
 func TestPoisonJobKillingItsWorkers(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "poison"

@@ -21,6 +21,7 @@ import (
 var qaNop = consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil })
 
 func TestBadInputNewRejectsNamesHandlersAndOptions(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 20*time.Second)
@@ -91,6 +92,7 @@ func qaDeadLetter(t *testing.T, js jetstream.JetStream, q string) *jetstream.Raw
 }
 
 func TestBadInputUnknownKindGoesToDeadLetters(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := newProducer(t, js, "kinds")
@@ -148,6 +150,7 @@ func TestBadInputUnknownKindGoesToDeadLetters(t *testing.T) {
 }
 
 func TestBadInputMalformedJSONGoesToDeadLetters(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := newProducer(t, js, "json")
@@ -196,6 +199,7 @@ func TestBadInputMalformedJSONGoesToDeadLetters(t *testing.T) {
 }
 
 func TestBadInputPlainPublishIsAJob(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := newProducer(t, js, "plain")
@@ -261,6 +265,7 @@ func TestBadInputPlainPublishIsAJob(t *testing.T) {
 }
 
 func TestBadInputAckWaitMismatchIsIncompatible(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 20*time.Second)
@@ -296,6 +301,7 @@ func TestBadInputAckWaitMismatchIsIncompatible(t *testing.T) {
 }
 
 func TestBadInputNewWaitsForUnreachableServer(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	env.Stop()
 	js := env.JetStream(t) // connects once the server is back
@@ -319,6 +325,7 @@ func TestBadInputNewWaitsForUnreachableServer(t *testing.T) {
 // the documented thing (nil options and middleware are skipped; the zero Mux works;
 // Exponential never returns a negative delay) — and never panics.
 func TestBadInputNeverPanics(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 30*time.Second)
@@ -440,6 +447,7 @@ func checkExponential() error {
 // A backoff that returns a negative delay retries at once, and the job record says
 // so: its retry time is not in the past.
 func TestBadInputNegativeBackoffRetriesAtOnce(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	const q = "negbackoff"

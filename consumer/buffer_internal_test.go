@@ -9,6 +9,7 @@ import (
 // none while the handlers' pace is unknown, about bufferedWork of work when jobs are
 // short (up to maxAutoPrefetch), none again when they get long. Prefetch pins it.
 func TestPullBufferFollowsHandlers(t *testing.T) {
+	t.Parallel()
 	adaptive := func() *puller {
 		return (&Worker{cfg: config{concurrency: 8, ackWait: 30 * time.Second, prefetch: -1}}).newPuller()
 	}

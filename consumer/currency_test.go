@@ -16,6 +16,7 @@ import (
 // prove the delivery is still its own; this one it cannot, so it reads the record,
 // finds the job done and leaves it.
 func TestCutOffWorkerDoesNotRunItsBufferedJobs(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	jsA, px := proxiedJS(t, env)

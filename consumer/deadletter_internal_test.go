@@ -34,6 +34,7 @@ var (
 // A job that left DeadLetterReserve free (as a producer makes it) has a dead letter
 // that fits untouched, however long its id, queue, error and sequence.
 func TestDeadLetterOfAProducersJobFits(t *testing.T) {
+	t.Parallel()
 	id := strings.Repeat("i", queue.MaxIDLen)
 	h := nats.Header{queue.HeaderID: {id}}
 	data := make([]byte, testMaxPayload-queue.DeadLetterReserve-queue.HeaderSize(h))
@@ -57,6 +58,7 @@ func TestDeadLetterOfAProducersJobFits(t *testing.T) {
 // the job's own headers when they alone leave no room). The message id, job id,
 // attempts and original sequence always stay.
 func TestDeadLetterShrinksToFit(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		header  nats.Header
@@ -131,6 +133,7 @@ func TestDeadLetterShrinksToFit(t *testing.T) {
 
 // Whatever the payload's size around the max payload, the dead letter fits.
 func TestDeadLetterAlwaysFits(t *testing.T) {
+	t.Parallel()
 	for size := testMaxPayload - 3000; size <= testMaxPayload+10; size += 7 {
 		d := deadJob{id: "job", queue: "q", subject: "workq.q.jobs.job", attempts: 1, sequence: 1,
 			header: nats.Header{queue.HeaderID: {"job"}}, data: make([]byte, size)}

@@ -19,6 +19,7 @@ import (
 // stream's window after the worker read it.) A message under another message id —
 // a requeue — does run the job again (TestIDReusedAfterFinishedRecord).
 func TestForgottenDuplicateIsNotCommittedAgain(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		delay time.Duration

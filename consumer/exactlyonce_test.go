@@ -15,6 +15,7 @@ import (
 // committed exactly once and its record says done with the result of the run that
 // committed it.
 func TestTwoPoolsCommitEachJobOnce(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	const q, n = "once", 3000
 	p := newProducer(t, env.JetStream(t), q)

@@ -31,6 +31,7 @@ func batchHeaders(h nats.Header) []string {
 // taken by the server for part of a batch and refused, and the job would never end.
 // With group commit on, the worker's own record writes go out in batches too.
 func TestBatchEnqueuedJobsEndWithoutBatchHeaders(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q, n = "gcdead", 200

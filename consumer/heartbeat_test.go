@@ -26,6 +26,7 @@ func waitOrCancel(ctx context.Context, d time.Duration) error {
 // The shortest heartbeat beats many times while a job runs, on both paths, without
 // a data race between the heartbeat timer and its rescheduling (run with -race).
 func TestShortHeartbeat(t *testing.T) {
+	t.Parallel()
 	for _, unfenced := range []bool{false, true} {
 		name := "fenced"
 		opts := []consumer.Option{consumer.AckWait(time.Second), consumer.Heartbeat(10 * time.Millisecond)}
@@ -65,6 +66,7 @@ func TestShortHeartbeat(t *testing.T) {
 // A slow but live worker keeps its job: heartbeats carry a handler that runs three
 // times AckWait, so JetStream never hands the job to anyone else.
 func TestSlowLiveWorkerKeepsItsJob(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	const q = "slow"
@@ -94,6 +96,7 @@ func TestSlowLiveWorkerKeepsItsJob(t *testing.T) {
 // the buffer reports progress on them like on running jobs. One handler slot, three
 // jobs pulled at once, each running longer than AckWait: the last waits two of them.
 func TestBufferedJobsKeptAlive(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	const q = "buffered"

@@ -23,6 +23,7 @@ import (
 // not run again, and a job waiting out its retry backoff is not stalled by its
 // record's delivery count from the old consumer.
 func TestConsumerResetNeitherStallsNorRerunsJobs(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "reset"
@@ -120,6 +121,7 @@ func TestConsumerResetNeitherStallsNorRerunsJobs(t *testing.T) {
 // place — leaves the worker unhealthy with the reason, logged as an error; once the
 // way is clear again, the worker re-creates its consumer and is healthy.
 func TestIncompatibleConsumerMakesWorkerUnhealthy(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "unhealthy"

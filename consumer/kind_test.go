@@ -17,6 +17,7 @@ import (
 // Any client may set a job's kind. One longer than the record can keep is refused at
 // enqueue by the producer and, from a foreign client, dead-lettered without running.
 func TestOverlongKindIsDeadLettered(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "longkind"

@@ -22,6 +22,7 @@ import (
 
 // jsonStringLen counts what encoding/json writes for a string, escapes included.
 func TestJSONStringLenMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{
 		"", "plain", `"quoted" \ back`, "tab\tnew\nline\rcr\bbs\fff", "\x00\x01\x1f\x7f",
 		"<html> & </html>", "line\u2028sep\u2029para", "é ü 日本 🙂", "bad \xff\xfe utf8 \xc3", strings.Repeat("\xe6\x97", 3),
@@ -39,6 +40,7 @@ func TestJSONStringLenMatchesEncodingJSON(t *testing.T) {
 // recordError keeps short texts as they are, and cuts long ones to maxRecordError
 // bytes of JSON, between characters, with a marker saying how much was cut.
 func TestRecordErrorBound(t *testing.T) {
+	t.Parallel()
 	if s := "boom: something failed\ngoroutine 1 [running]:"; recordError(s) != s {
 		t.Fatalf("recordError changed a short text: %q", recordError(s))
 	}
@@ -80,6 +82,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // the max payload with the headers of its KV write, for the default and other
 // limits; and the limit is not needlessly small.
 func TestMaxResultSizeFitsARecord(t *testing.T) {
+	t.Parallel()
 	for _, maxPayload := range []int64{1 << 20, 8 << 20, 64 << 10} {
 		limit := maxResultSize(maxPayload)
 		if low := int((maxPayload-16<<10)/4*3) - 3; limit < low {
@@ -110,6 +113,7 @@ func TestMaxResultSizeFitsARecord(t *testing.T) {
 
 // The error of a result too large: permanent, and saying the sizes.
 func TestResultTooLargeError(t *testing.T) {
+	t.Parallel()
 	err := resultTooLarge(1000, 750)
 	if !IsPermanent(err) || !errors.Is(err, errResultTooLarge) {
 		t.Fatalf("%v: want permanent and errResultTooLarge", err)
@@ -128,6 +132,7 @@ func TestResultTooLargeError(t *testing.T) {
 // Not parallel: a paused internal test's goroutine runs package consumer's code, and
 // the restart test's leak check counts those.
 func TestCheckResult(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	ctx := testenv.Context(t, 20*time.Second)
 	js := env.JetStream(t)

@@ -109,10 +109,10 @@ func TestForeignJobNearMaxPayloadIsDeadLettered(t *testing.T) {
 // A handler that succeeds with a result larger than a job record can hold is not
 // retried: the job goes to dead letters after one attempt, saying why.
 func TestTooLargeResultIsDeadLettered(t *testing.T) {
+	t.Parallel()
 	// Today the commit's record write fails and the job is redelivered until its
 	// attempts run out. The commit path must check the result first (consumer's
 	// checkResult) and fail the run permanently.
-	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "bigresult"

@@ -19,6 +19,7 @@ import (
 // answer (one that lags after a restart serves old records). producer.ReplicaReads
 // lets Status use direct gets.
 func TestReplicatedRecordsAreReadFromTheLeader(t *testing.T) {
+	t.Parallel()
 	cl := testenv.StartCluster(t, 3, testenv.MemoryStore())
 	const q = "linear"
 	url := cl.URLs()[0] // every connection on one node, so the spy sees every request at once
@@ -73,6 +74,7 @@ func TestReplicatedRecordsAreReadFromTheLeader(t *testing.T) {
 // A fenced run never gets a fencing token of 0: when its claim cannot be written (the
 // server is out of reach) FencingToken says so with an error.
 func TestFencingTokenFailsWithoutClaim(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	jsW, px := proxiedJS(t, env)

@@ -32,6 +32,7 @@ func value(t *testing.T, reg prometheus.Gatherer, name string, labels ...string)
 // stalled worker has a queue of its own: its pending pull request would otherwise
 // take other jobs into the stall.
 func TestMetricsAfterRun(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	jsA, px := proxiedJS(t, env)
@@ -172,6 +173,7 @@ func TestMetricsAfterRun(t *testing.T) {
 // Workers and producers of two queues in one process share a registry: each New
 // succeeds and the series are per queue.
 func TestMetricsSharedRegistry(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	reg := prometheus.NewRegistry()

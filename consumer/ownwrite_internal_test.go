@@ -17,6 +17,7 @@ import (
 // it is the run's own, not another worker's, and must not make the run think it was
 // reassigned. A record of another run still conflicts.
 func TestCreateOverRecognisesOwnLandedClaim(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	ctx := testenv.Context(t, 20*time.Second)
 	w, err := New(ctx, env.JetStream(t), "own", HandlerFunc(func(context.Context, *Job) error { return nil }),
@@ -68,6 +69,7 @@ func TestCreateOverRecognisesOwnLandedClaim(t *testing.T) {
 // retry conflicts with the write that landed, which is the run's own. It is taken as
 // written, so the run neither counts a phantom attempt nor takes itself for reassigned.
 func TestPutRecognisesOwnLandedUpdate(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	ctx := testenv.Context(t, 20*time.Second)
 	w, err := New(ctx, env.JetStream(t), "ownupdate", HandlerFunc(func(context.Context, *Job) error { return nil }),

@@ -14,6 +14,7 @@ import (
 // is unknown its buffer holds nothing beyond its idle slots, so a worker started a
 // moment later gets the rest and the jobs run side by side.
 func TestStartingWorkerTakesOnlyWhatItCanRun(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "shallow"
@@ -46,6 +47,7 @@ func TestStartingWorkerTakesOnlyWhatItCanRun(t *testing.T) {
 // Prefetch(0) holds no job beyond the running ones, also once the handlers' pace is
 // known to be fast (when the adaptive buffer would be deep).
 func TestPrefetchZeroHoldsOnlyRunningJobs(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "prefetch0"

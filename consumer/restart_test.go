@@ -16,6 +16,8 @@ import (
 
 // ---- issue test 6: the server goes away mid-run ----
 
+// Not parallel: its leak check counts the goroutines of package consumer in the whole
+// process, so it runs alone, before the parallel tests start.
 func TestRestartServerMidRunEveryJobDoneOnce(t *testing.T) {
 	env := testenv.Start(t, testenv.MemoryStore()) // file storage in tmpfs: survives Restart
 	js := env.JetStream(t)
@@ -121,6 +123,7 @@ func qaWorkerGoroutines() []string {
 }
 
 func TestRestartClusterStreamLeaderLossEveryJobDoneOnce(t *testing.T) {
+	t.Parallel()
 	qaClusterNodeLoss(t, "cq", func(cl *testenv.TestCluster) int { return cl.StreamLeader("WORKQ_cq") }, 0)
 }
 
@@ -128,6 +131,7 @@ func TestRestartClusterStreamLeaderLossEveryJobDoneOnce(t *testing.T) {
 // lost with it, and the workers must notice and pull from the new leader promptly,
 // not after the client's default pull expiry (30 s).
 func TestRestartClusterConsumerLeaderLossWorkersResume(t *testing.T) {
+	t.Parallel()
 	qaClusterNodeLoss(t, "cc", func(cl *testenv.TestCluster) int {
 		for i := range cl.Size() {
 			if s := cl.Node(i); s != nil && s.JetStreamIsConsumerLeader("$G", "WORKQ_cc", "workers") {
@@ -265,6 +269,7 @@ func qaProgress(t *testing.T, ws []*consumer.Worker) (stop func()) {
 // lost with a server's state): the worker re-creates it and goes on with the jobs
 // enqueued since, by itself.
 func TestConsumerDeletedWorkerRecreatesIt(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	const q = "cdel"

@@ -42,6 +42,7 @@ func deadLetters(t *testing.T, js jetstream.JetStream, q string) []*jetstream.Ra
 // Failed attempts are retried after the backoff's delay (measured between runs, with
 // tolerance), and the record shows the error while the job waits.
 func TestRetryWaitsForBackoff(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "retry"
@@ -67,6 +68,7 @@ func TestRetryWaitsForBackoff(t *testing.T) {
 // say which job it was, how many attempts, the last error and where it came from;
 // the original leaves the jobs stream.
 func TestExhaustedJobIsDeadLettered(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "exhaust"
@@ -110,6 +112,7 @@ func TestExhaustedJobIsDeadLettered(t *testing.T) {
 // Permanent goes to dead letters at attempt 1; RetryAfter overrides the backoff; a
 // per-job MaxAttempts overrides the worker's.
 func TestPermanentRetryAfterAndJobLimit(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "outcomes"
@@ -168,6 +171,7 @@ func TestPermanentRetryAfterAndJobLimit(t *testing.T) {
 // A panicking handler is an error carrying the stack; the worker survives and the job
 // is retried and can succeed.
 func TestPanicIsRecovered(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "panic"

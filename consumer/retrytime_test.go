@@ -16,6 +16,7 @@ import (
 // may be sooner: the redelivery then waits for the rest of the backoff instead of
 // running early, and the wait is not counted as an attempt.
 func TestEarlyRedeliveryWaitsForRetryTime(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "retrytime"

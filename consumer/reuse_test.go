@@ -17,6 +17,7 @@ import (
 // the duplicate window: the new run claims over the old record, whether it claims
 // lazily, on asking for its fencing token, or before it starts.
 func TestIDReusedAfterFinishedRecord(t *testing.T) {
+	t.Parallel()
 	for _, delay := range []time.Duration{10 * time.Millisecond, 0} {
 		t.Run("claimDelay="+delay.String(), func(t *testing.T) {
 			env := testenv.Start(t)

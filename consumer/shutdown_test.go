@@ -131,6 +131,7 @@ func qaCheckAllDone(t *testing.T, p *producer.Producer, ids []string, runs *qaCo
 // ---- issue test 5: graceful shutdown with jobs in flight ----
 
 func TestShutdownWithJobsInFlightLosesNoneCommitsNoneTwice(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := newProducer(t, js, "shut")
@@ -209,6 +210,7 @@ func TestShutdownWithJobsInFlightLosesNoneCommitsNoneTwice(t *testing.T) {
 }
 
 func TestShutdownDrainTimeoutHandsJobBack(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := newProducer(t, js, "drain")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestCommitsResultAndRecord(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := newProducer(t, js, "smoke")

@@ -53,6 +53,7 @@ func pendingMessages(t *testing.T, js jetstream.JetStream, q string) uint64 {
 // commits the only result. The job's first redelivery goes to the live worker: the
 // frozen worker's open pull request has expired by then (see pullTimes).
 func TestStalledWorkerCommitIsRefused(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	jsA, px := proxiedJS(t, env)
@@ -133,6 +134,7 @@ func TestStalledWorkerCommitIsRefused(t *testing.T) {
 // A superseded worker learns it from its heartbeat: its handler's context ends with
 // ErrStale as the cause, and whatever it returns is not committed.
 func TestSupersededHandlerContextIsCancelled(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	jsA, px := proxiedJS(t, env)
@@ -177,6 +179,7 @@ func TestSupersededHandlerContextIsCancelled(t *testing.T) {
 // A worker killed mid-job (its connection gone) loses the job after AckWait; another
 // worker runs it as attempt 2 and commits.
 func TestKilledWorkerJobIsRedelivered(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ncA := env.Conn(t)
@@ -226,6 +229,7 @@ func TestKilledWorkerJobIsRedelivered(t *testing.T) {
 // worker is played by a raw pull from the queue's consumer that writes the committed
 // record (in the documented format) and never acks.
 func TestCommittedButUnackedJobIsNotRunAgain(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "unacked"

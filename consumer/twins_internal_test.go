@@ -9,6 +9,7 @@ import (
 // The held set tells a twin of a live delivery from one of a finished delivery, and
 // remembers the last finishedKept finished ones, no more.
 func TestHeldTwins(t *testing.T) {
+	t.Parallel()
 	w := &Worker{}
 	lease := func(epoch int64) *lease { return &lease{w: w, inc: queue.Incarnation{Epoch: epoch}} }
 	a := lease(1)

@@ -22,6 +22,7 @@ import (
 
 // A job that succeeds is acked and leaves the stream, and writes no record.
 func TestUnfencedSuccessAcks(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	const q = "unf-ok"
@@ -59,6 +60,7 @@ func TestUnfencedSuccessAcks(t *testing.T) {
 // A failed attempt is recorded as retrying with its error, retried after the
 // backoff's delay, and recorded done once it succeeds.
 func TestUnfencedRetryAfterBackoff(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	const q = "unf-retry"
@@ -124,6 +126,7 @@ func checkDeadLetter(t *testing.T, dead []*jetstream.RawStreamMsg, q, id string,
 // A permanent error dead-letters the job at once; a job that keeps failing is
 // dead-lettered when its attempts run out. Both leave the jobs stream.
 func TestUnfencedPermanentAndExhaustedGoToDeadLetters(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	const q = "unf-dead"
@@ -175,6 +178,7 @@ func TestUnfencedPermanentAndExhaustedGoToDeadLetters(t *testing.T) {
 // hands the job back; another worker gets it at once (not after AckWait) and its
 // success is recorded.
 func TestUnfencedShutdownHandsRunningJobBack(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	const q = "unf-drain"

@@ -12,6 +12,7 @@ import (
 // A 3-node R3 bucket keeps working when one node (the bucket's stream leader) stops:
 // the holder keeps its lock, others are locked out, then the lock changes hands.
 func TestClusterSurvivesNodeLoss(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("cluster test")
 	}

@@ -67,6 +67,7 @@ func (f *fenced) check(t *testing.T, wantGrants int) {
 // Several connections acquire and release one name many times: holders never
 // overlap and tokens strictly increase.
 func TestContentionNoOverlapTokensIncrease(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	const conns, perConn, goroutines = 4, 15, 2
 	ctx := testenv.Context(t, 60*time.Second)
@@ -114,6 +115,7 @@ func TestContentionNoOverlapTokensIncrease(t *testing.T) {
 
 // The same through Do, with the token handed to fn, as a pool of locks keyed by id.
 func TestDoPoolByID(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	ctx := testenv.Context(t, 60*time.Second)
 	const ids, workers, rounds = 3, 4, 8
@@ -164,6 +166,7 @@ func TestDoPoolByID(t *testing.T) {
 // poll or a lease), so a shared or slow machine does not fail it; the strict
 // figure is measured by BenchmarkHandoff, side by side with raw JetStream KV.
 func TestHandoffLatency(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))

@@ -15,6 +15,7 @@ import (
 )
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	l := newTestLocker(t, js)
@@ -108,6 +109,7 @@ func TestBadInput(t *testing.T) {
 
 // Any string is a valid lock name; names that differ map to different keys.
 func TestNamesAnyString(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	l := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)
@@ -139,6 +141,7 @@ func TestNamesAnyString(t *testing.T) {
 
 // An existing bucket without limit markers is refused with a clear error.
 func TestBucketWithoutLimitMarkers(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 20*time.Second)
@@ -155,6 +158,7 @@ func TestBucketWithoutLimitMarkers(t *testing.T) {
 // Do hands fn the token and a context that ends when the lock is lost; a loss while
 // fn runs is reported as ErrLost.
 func TestDoReportsLoss(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	l := newTestLocker(t, env.JetStream(t))
 	w := newTestLocker(t, env.JetStream(t))
@@ -196,6 +200,7 @@ func TestDoReportsLoss(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	reg := prometheus.NewRegistry()
 	a := newTestLocker(t, env.JetStream(t), Metrics(reg))
@@ -237,6 +242,7 @@ func TestMetrics(t *testing.T) {
 // lease while a waiter took over (expired), once because its key was deleted
 // behind its back (taken_over).
 func TestLostLockMetricAndLog(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	reg := prometheus.NewRegistry()
 	logs := &logBuffer{}

@@ -14,6 +14,7 @@ import (
 // when the holder's connection closes without releasing, a waiter gets the lock
 // within about the TTL, and with nobody waiting the server's TTL removes it.
 func TestRenewalKeepsLockThenFreesAfterHolderDies(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	holderConn := env.Conn(t)
 	holderJS, _ := jetstream.New(holderConn)
@@ -112,6 +113,7 @@ func TestRenewalKeepsLockThenFreesAfterHolderDies(t *testing.T) {
 // second; the old holder learns it from Lost first; its Release returns ErrNotHeld
 // and leaves the new holder's lock alone; the new token is greater.
 func TestSubSecondLeaseTakeover(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	old := newTestLocker(t, env.JetStream(t), Owner("old"))
 	waiter := newTestLocker(t, env.JetStream(t), Owner("new"))
@@ -207,6 +209,7 @@ func TestSubSecondLeaseTakeover(t *testing.T) {
 // A holder cut off from the server (connection closed) learns within its lease, on
 // its own clock, that it can no longer trust the lock.
 func TestCutOffHolderLosesWithinLease(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	nc := env.Conn(t)
 	js, _ := jetstream.New(nc)
@@ -236,6 +239,7 @@ func TestCutOffHolderLosesWithinLease(t *testing.T) {
 // A NoRenew lock that is never released frees itself: a waiting process gets it
 // about one TTL after it was granted, well under a second for a sub-second TTL.
 func TestNoRenewFreesItself(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))

@@ -48,6 +48,7 @@ func checkWindows(t *testing.T, ps []permit, n int, w time.Duration) {
 
 // The window check itself can fail.
 func TestWorstWindow(t *testing.T) {
+	t.Parallel()
 	base := time.Now()
 	at := func(ms int) permit {
 		s := base.Add(time.Duration(ms) * time.Millisecond)
@@ -125,6 +126,7 @@ func runLimiter(t *testing.T, env *testenv.Env, name string, n int, w, d time.Du
 // n permits per window over many windows across three connections: never more than
 // n in any window, and close to n per window under high demand.
 func TestLimiterNPerWindow(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	const n, w, d = 5, 500 * time.Millisecond, 3 * time.Second
 	ps := runLimiter(t, env, "api", n, w, d, false)
@@ -140,6 +142,7 @@ func TestLimiterNPerWindow(t *testing.T) {
 // at most every 250 ms, so a permit frees between one window and one window plus
 // 250 ms after its grant: throughput lies between n per 2×MinWindow and n per window.
 func TestLimiterMinWindowAllow(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	const n, w, d = 2, MinWindow, 2 * time.Second
 	ps := runLimiter(t, env, "fast", n, w, d, true)
@@ -154,6 +157,7 @@ func TestLimiterMinWindowAllow(t *testing.T) {
 // A window shorter than the server's 250 ms expiry check is refused with an error
 // that says why, rather than silently admitting about n per 250 ms.
 func TestLimiterWindowBelowExpiryCheck(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	l := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)
@@ -174,6 +178,7 @@ func TestLimiterWindowBelowExpiryCheck(t *testing.T) {
 }
 
 func TestLimiterConfigAndErrors(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	l := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)
@@ -238,6 +243,7 @@ func TestLimiterConfigAndErrors(t *testing.T) {
 // id, so the server answers it with the permit the first one took: one Wait never
 // takes two permits.
 func TestLimiterRetriedRequestTakesOnePermit(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	l := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)

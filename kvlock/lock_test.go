@@ -12,6 +12,7 @@ import (
 )
 
 func TestAcquireTryAcquireRelease(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	a := newTestLocker(t, env.JetStream(t), Owner("alice"))
 	b := newTestLocker(t, env.JetStream(t), Owner("bob"))
@@ -84,6 +85,7 @@ func TestAcquireTryAcquireRelease(t *testing.T) {
 
 // The GET_LOCK(name, timeout) shape: the context's deadline bounds the wait.
 func TestAcquireTimeout(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))
@@ -111,6 +113,7 @@ func TestAcquireTimeout(t *testing.T) {
 }
 
 func TestAcquireWaitsForRelease(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))

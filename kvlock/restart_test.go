@@ -15,6 +15,7 @@ import (
 // Held locks and their tokens survive a server restart (file storage): the holder
 // reconnects and keeps renewing, others stay locked out, and later tokens are higher.
 func TestLockSurvivesServerRestart(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t) // file storage
 	holder := newTestLocker(t, env.JetStream(t), Owner("holder"))
 	other := newTestLocker(t, env.JetStream(t))
@@ -79,6 +80,7 @@ func TestLockSurvivesServerRestart(t *testing.T) {
 
 // A locker created while the server is down waits for it, within its context.
 func TestNewWaitsForServer(t *testing.T) {
+	t.Parallel()
 	port, err := testenv.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // Up to n holders at once across connections, never more; each grant's token is
 // unique and above every token granted before it was requested.
 func TestSemaphoreAdmitsAtMostN(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	const n, workers, rounds = 3, 6, 6
 	ctx := testenv.Context(t, 60*time.Second)
@@ -61,6 +62,7 @@ func TestSemaphoreAdmitsAtMostN(t *testing.T) {
 }
 
 func TestSemaphoreTryAcquireAndTakeover(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	l := newTestLocker(t, env.JetStream(t), Owner("holders"))
 	w := newTestLocker(t, env.JetStream(t), Owner("waiter"))

@@ -38,6 +38,7 @@ func collectorOn(t *testing.T, js jetstream.JetStream, queues []string, opts ...
 // The collector reports a queue's state as the server has it: 5 jobs, 2 of them
 // delivered twice and unacknowledged, 2 dead letters; an empty queue; a missing one.
 func TestQueueCollectorValues(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 30*time.Second)
@@ -148,6 +149,7 @@ func apiCalls(t *testing.T, js jetstream.JetStream) uint64 {
 // Scrapes in quick succession, concurrent or not, read the server once: three API requests for the
 // queue (stream, consumer, dead letters), counted by the server itself.
 func TestQueueCollectorCaches(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	mustNew(t, js, "cached")
@@ -182,6 +184,7 @@ func TestQueueCollectorCaches(t *testing.T) {
 // With the server gone a scrape returns within the collector's timeout, reporting
 // the queue down, and does not hang.
 func TestQueueCollectorTimeout(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	mustNew(t, js, "gone")

@@ -63,6 +63,7 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 // ---- New ----
 
 func TestNewRejectsInvalidQueueNames(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	for _, q := range []string{"", "a.b", "a*", "a b", ">", "a>", "é", strings.Repeat("a", 65)} {
@@ -88,6 +89,7 @@ func TestNewRejectsInvalidQueueNames(t *testing.T) {
 }
 
 func TestNewIsIdempotent(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p1 := mustNew(t, js, "idem")
@@ -148,6 +150,7 @@ func TestNewIsIdempotent(t *testing.T) {
 }
 
 func TestNewRefusesIncompatibleStream(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	cfg := jetstream.StreamConfig{
@@ -185,6 +188,7 @@ func TestNewRefusesIncompatibleStream(t *testing.T) {
 }
 
 func TestNewReplicasOnSingleNodeFailsFast(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 10*time.Second)
@@ -209,6 +213,7 @@ func TestNewReplicasOnSingleNodeFailsFast(t *testing.T) {
 // ---- Enqueue ----
 
 func TestEnqueueExplicitIDAndDuplicate(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "dup")
@@ -235,6 +240,7 @@ func TestEnqueueExplicitIDAndDuplicate(t *testing.T) {
 }
 
 func TestEnqueueGeneratedIDsUniqueAndSortable(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "gen")
@@ -294,6 +300,7 @@ func TestEnqueueGeneratedIDsUniqueAndSortable(t *testing.T) {
 }
 
 func TestEnqueueRejectsInvalidIDs(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "ids")
@@ -324,6 +331,7 @@ func TestEnqueueRejectsInvalidIDs(t *testing.T) {
 }
 
 func TestEnqueuePayloadTooLarge(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "big")
@@ -359,6 +367,7 @@ func TestEnqueuePayloadTooLarge(t *testing.T) {
 }
 
 func TestEnqueueHeaders(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "hdr")
@@ -413,6 +422,7 @@ func TestEnqueueHeaders(t *testing.T) {
 // ---- EnqueueBatch ----
 
 func TestEnqueueBatchLarge(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "batch", producer.MaxInFlight(64))
@@ -474,6 +484,7 @@ func TestEnqueueBatchLarge(t *testing.T) {
 }
 
 func TestEnqueueBatchMixedValidity(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "mixed")
@@ -507,6 +518,7 @@ func TestEnqueueBatchMixedValidity(t *testing.T) {
 }
 
 func TestEnqueueBatchDuplicates(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "bdup")
@@ -542,6 +554,7 @@ func TestEnqueueBatchDuplicates(t *testing.T) {
 }
 
 func TestEnqueueBatchCancelledContext(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "cancel")
@@ -635,6 +648,7 @@ func concurrentBatches(t *testing.T, js jetstream.JetStream, q string, batches, 
 }
 
 func TestEnqueueBatchConcurrentOverClientLimit(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	// Default client limit (4000 pending): 8 batches × a 1024 window may ask for 8192.
 	t.Run("default", func(t *testing.T) {
@@ -653,6 +667,7 @@ func TestEnqueueBatchConcurrentOverClientLimit(t *testing.T) {
 // ---- Status ----
 
 func TestStatusLifecycle(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	p := mustNew(t, js, "st")
@@ -716,6 +731,7 @@ func TestStatusLifecycle(t *testing.T) {
 // ---- unreachable server ----
 
 func TestNewWaitsForUnreachableServer(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	env.Stop()
 	js := env.JetStream(t) // connects once the server is back
@@ -734,6 +750,7 @@ func TestNewWaitsForUnreachableServer(t *testing.T) {
 // Every entry point given nil input returns a clear error or does the documented
 // thing (nil options are skipped) — and never panics.
 func TestBadInputNeverPanics(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 30*time.Second)

@@ -31,6 +31,7 @@ func wantSyncAlways(t *testing.T, srv *server.Server, want bool) {
 }
 
 func TestRestartKeepsFileStreams(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.SyncAlways())
 	wantSyncAlways(t, env.NATS(), true)
 	js := env.JetStream(t)
@@ -73,6 +74,7 @@ func TestRestartKeepsFileStreams(t *testing.T) {
 }
 
 func TestUserPassword(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.UserPassword("u", "p"), testenv.MemoryStore())
 	_, err := nats.Connect(env.URL(), nats.UserInfo("u", "wrong"))
 	if !errors.Is(err, nats.ErrAuthorization) {
@@ -85,6 +87,7 @@ func TestUserPassword(t *testing.T) {
 }
 
 func TestRunWithoutTesting(t *testing.T) {
+	t.Parallel()
 	s, err := testenv.Run()
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +132,7 @@ func haveShm() bool {
 }
 
 func TestMemoryStoreIsAFileStoreInTmpfs(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	if haveShm() {
 		wantStoreIn(t, env.NATS(), "/dev/shm")
@@ -155,6 +159,7 @@ func TestMemoryStoreIsAFileStoreInTmpfs(t *testing.T) {
 }
 
 func TestClusterStoreOptions(t *testing.T) {
+	t.Parallel()
 	t.Run("memory store and sync always", func(t *testing.T) {
 		cl, err := testenv.RunCluster(3, testenv.MemoryStore(), testenv.SyncAlways())
 		if err != nil {
@@ -193,6 +198,7 @@ func TestClusterStoreOptions(t *testing.T) {
 }
 
 func TestClusterStopAndRestartNode(t *testing.T) {
+	t.Parallel()
 	var dir string
 	t.Cleanup(func() { // runs after the cluster's own cleanup has closed it
 		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
@@ -242,6 +248,7 @@ func TestClusterStopAndRestartNode(t *testing.T) {
 // A cluster needs two nodes at least: one alone never elects a meta leader, so
 // RunCluster refuses it at once instead of timing out.
 func TestRunClusterRefusesOneNode(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{-1, 0, 1} {
 		if cl, err := testenv.RunCluster(n); err == nil || !strings.Contains(err.Error(), "at least 2") {
 			if cl != nil {

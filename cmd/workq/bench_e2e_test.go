@@ -27,6 +27,7 @@ type benchJSON struct {
 }
 
 func TestBenchScenarios(t *testing.T) {
+	t.Parallel()
 	out := ok(t, "", "bench", "--server", serverURL, "--json",
 		"--scenario", "enqueue-single,enqueue-batch,process-unfenced,process-fenced,latency,redelivery,lock,limiter,backlog",
 		"--jobs", "200", "--samples", "10", "--concurrency", "4", "--redeliveries", "1", "--ack-wait", "300ms",

@@ -15,6 +15,7 @@ import (
 )
 
 func TestEnqueueFromStdinAndFile(t *testing.T) {
+	t.Parallel()
 	q := "enq"
 	if out := ok(t, "a\nb\n\nc\n", "enqueue", q); !strings.Contains(out, "enqueued 3 job(s)") {
 		t.Errorf("stdin enqueue said %q", out)
@@ -59,6 +60,7 @@ func TestEnqueueFromStdinAndFile(t *testing.T) {
 }
 
 func TestWorkRunsShellCommand(t *testing.T) {
+	t.Parallel()
 	q := "work"
 	ok(t, `{"id":"ok-1","payload":"hello"}
 {"id":"ok-2","payload":"world"}
@@ -96,6 +98,7 @@ printf '%s|%s|%s|%s' "$p" "$WORKQ_JOB_ID" "$WORKQ_ATTEMPT" "$WORKQ_FENCING_TOKEN
 }
 
 func TestDeadLettersListedAndRequeued(t *testing.T) {
+	t.Parallel()
 	q := "dlq"
 	ok(t, "p1\np2\np3\n", "enqueue", q)
 	ok(t, "first\n", "enqueue", q, "--raw", "--id", "d1")
@@ -160,6 +163,7 @@ func TestDeadLettersListedAndRequeued(t *testing.T) {
 }
 
 func TestStalledWorkerCommitRefused(t *testing.T) {
+	t.Parallel()
 	q := "stall"
 	dir := t.TempDir()
 	gate, started, finished := filepath.Join(dir, "gate"), filepath.Join(dir, "A-started"), filepath.Join(dir, "A-finished")
@@ -201,6 +205,7 @@ func TestStalledWorkerCommitRefused(t *testing.T) {
 }
 
 func TestKilledWorkerJobsRedelivered(t *testing.T) {
+	t.Parallel()
 	q := "kill"
 	ok(t, "", "enqueue", q, "x", "--id", "k1")
 	ok(t, "", "enqueue", q, "y", "--id", "k2")
@@ -251,6 +256,7 @@ func TestKilledWorkerJobsRedelivered(t *testing.T) {
 }
 
 func TestLockRunExcludes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in, gate := filepath.Join(dir, "in"), filepath.Join(dir, "gate")
 	// The first command holds the lock until the test opens the gate.
@@ -318,6 +324,7 @@ func TestLockRunExcludes(t *testing.T) {
 }
 
 func TestQueueAdmin(t *testing.T) {
+	t.Parallel()
 	q := "adm"
 	ok(t, "1\n2\n", "enqueue", q)
 	var qs []struct {
@@ -347,6 +354,7 @@ func TestQueueAdmin(t *testing.T) {
 }
 
 func TestErrorsAreOneClearLine(t *testing.T) {
+	t.Parallel()
 	oneLine(t, wq(t, "", "queue", "ls", "--bogus"), 2, "unknown flag: --bogus")
 	oneLine(t, wq(t, "", "enqueue"), 2, "<queue>")
 	oneLine(t, wq(t, "", "work", "q"), 2, "-- command")
@@ -389,6 +397,7 @@ func TestErrorsAreOneClearLine(t *testing.T) {
 }
 
 func TestServerKeepsDataAcrossRestart(t *testing.T) {
+	t.Parallel()
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
@@ -416,6 +425,7 @@ func TestServerKeepsDataAcrossRestart(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	r := wq(t, "", "demo")
 	if r.code != 0 {
 		t.Fatalf("workq demo exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)

@@ -61,6 +61,7 @@ func sample(body, name string, labels ...string) (v float64, ok bool) {
 // /metrics, on loopback when given only a port, and /healthz says whether the
 // worker is connected to NATS: 200, then 503 once its server is gone.
 func TestWorkServesMetrics(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv, url, err := startNATS(dir, "-js", "-sd", filepath.Join(dir, "js"))
 	if err != nil {
@@ -140,12 +141,14 @@ func TestWorkServesMetrics(t *testing.T) {
 
 // A bad --metrics-addr is a usage error, before anything connects.
 func TestWorkMetricsAddrInvalid(t *testing.T) {
+	t.Parallel()
 	r := wq(t, "", "work", "q", "--metrics-addr", "nope", "--", "true")
 	oneLine(t, r, 2, "--metrics-addr")
 }
 
 // workq server --metrics-addr serves the state of every queue on its server.
 func TestServerServesQueueMetrics(t *testing.T) {
+	t.Parallel()
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import "testing"
 
 // A port alone listens on loopback; a host given is kept.
 func TestMetricsListenAddr(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"":             "",
 		":9464":        "127.0.0.1:9464",

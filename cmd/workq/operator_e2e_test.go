@@ -27,6 +27,7 @@ func exists(path string) bool {
 // queue ls and queue info tell jobs waiting out a retry backoff from running ones:
 // both are delivered and unacknowledged for the workers' consumer.
 func TestQueueShowsRetryingApart(t *testing.T) {
+	t.Parallel()
 	const q = "retrying"
 	freshQueue(t, q)
 	dir := t.TempDir()
@@ -75,6 +76,7 @@ func TestQueueShowsRetryingApart(t *testing.T) {
 // delivery state, workers asking for the old value are refused, and it refuses to
 // change it under workers that are pulling jobs.
 func TestQueueSetAckWait(t *testing.T) {
+	t.Parallel()
 	const q = "setaw"
 	freshQueue(t, q)
 	ok(t, "", "enqueue", q, "fail", "--id", "f1")
@@ -119,6 +121,7 @@ func TestQueueSetAckWait(t *testing.T) {
 // --max-result above what a job record can hold on the server is a usage error,
 // before the queue is touched.
 func TestWorkMaxResultAboveMaxPayload(t *testing.T) {
+	t.Parallel()
 	const q = "maxres"
 	freshQueue(t, q)
 	// The test server has the default max_payload, 1 MiB: at most (1048576-4096)*3/4.
@@ -130,6 +133,7 @@ func TestWorkMaxResultAboveMaxPayload(t *testing.T) {
 
 // --prefetch pins how many jobs a worker pulls ahead of its free handlers.
 func TestWorkPrefetch(t *testing.T) {
+	t.Parallel()
 	const q = "prefetch"
 	freshQueue(t, q)
 	oneLine(t, wq(t, "", "work", q, "--prefetch", "-1", "--", "cat"), 2, "--prefetch")
@@ -148,6 +152,7 @@ func TestWorkPrefetch(t *testing.T) {
 
 // dlq purge deletes the dead letters, and only them: waiting jobs and job records stay.
 func TestDeadLettersPurged(t *testing.T) {
+	t.Parallel()
 	const q = "dlqpurge"
 	freshQueue(t, q)
 	ok(t, "", "enqueue", q, "x", "--id", "p1")
@@ -181,6 +186,7 @@ func TestDeadLettersPurged(t *testing.T) {
 // --timeout kills a command that runs too long; the attempt fails and the job is
 // retried, then dead-lettered once its attempts are spent.
 func TestWorkTimeoutKillsCommand(t *testing.T) {
+	t.Parallel()
 	const q = "timeout"
 	freshQueue(t, q)
 	dir := t.TempDir()
@@ -206,6 +212,7 @@ func TestWorkTimeoutKillsCommand(t *testing.T) {
 
 // A command that survives SIGTERM is SIGKILLed --kill-grace later, not sooner.
 func TestWorkKillGrace(t *testing.T) {
+	t.Parallel()
 	const q = "killgrace"
 	freshQueue(t, q)
 	dir := t.TempDir()
@@ -238,6 +245,7 @@ func TestWorkKillGrace(t *testing.T) {
 
 // The first SIGINT/SIGTERM drains and says so; a second one exits at once.
 func TestWorkDrainingLogged(t *testing.T) {
+	t.Parallel()
 	const q = "draining"
 	freshQueue(t, q)
 	dir := t.TempDir()

@@ -21,6 +21,7 @@ import (
 // children: a command left running would hold no lock once the lease ran out, and
 // run beside the next holder's.
 func TestLockRunKilledKillsCommand(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("a command dies with workq only on Linux (parent-death signal)")
 	}
@@ -59,6 +60,7 @@ func TestLockRunKilledKillsCommand(t *testing.T) {
 // enqueue gives up waiting for input on SIGINT/SIGTERM, says how far it got and
 // fails; a --file it cannot open fails before the queue is created.
 func TestEnqueueInterrupted(t *testing.T) {
+	t.Parallel()
 	const q = "enqint"
 	for _, name := range []string{q, q + "-raw", "nofile"} {
 		wq(t, "", "queue", "rm", name, "--yes") // left by an earlier run (-count)
@@ -121,6 +123,7 @@ func TestEnqueueInterrupted(t *testing.T) {
 
 // An interrupted --wait says it was interrupted, not that the wait ran out.
 func TestWaitInterrupted(t *testing.T) {
+	t.Parallel()
 	// No server: a listener that hangs up on every connection, so the test knows
 	// when workq is in its retry loop.
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -15,6 +15,7 @@ import (
 // A dead letter that kept only part of its payload (it was shrunk to fit the server's
 // max payload) is not requeued: its job would run on the part that fitted.
 func TestRequeueRefusesTruncatedDeadLetter(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 10*time.Second)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestEncodeKnownValues(t *testing.T) {
+	t.Parallel()
 	var zero [16]byte
 	if got := encode(zero); got != "00000000000000000000000000" {
 		t.Fatalf("encode(0) = %s", got)
@@ -27,6 +28,7 @@ func TestEncodeKnownValues(t *testing.T) {
 }
 
 func TestIDsAreUniqueAndSorted(t *testing.T) {
+	t.Parallel()
 	const n = 20000
 	ids := make([]string, 0, n)
 	seen := make(map[string]bool, n)
@@ -47,6 +49,7 @@ func TestIDsAreUniqueAndSorted(t *testing.T) {
 }
 
 func TestClockStepBackStaysMonotonic(t *testing.T) {
+	t.Parallel()
 	a := newAt(2_000_000)
 	b := newAt(1_000_000) // the clock went back
 	if b <= a {
@@ -55,6 +58,7 @@ func TestClockStepBackStaysMonotonic(t *testing.T) {
 }
 
 func TestConcurrentUnique(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	var wg sync.WaitGroup

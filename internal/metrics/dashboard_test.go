@@ -95,6 +95,7 @@ var metricName = regexp.MustCompile(`\bworkq_[A-Za-z0-9_:]*`)
 // Every metric the Grafana dashboard queries is exported by a process that uses a
 // producer, a worker, a locker and the queue collector, after a small run.
 func TestDashboardMetricsAreExported(t *testing.T) {
+	t.Parallel()
 	exprs := dashboardExprs(t, "../../dashboards/workq.json")
 	used := map[string]bool{}
 	for _, e := range exprs {

@@ -12,6 +12,7 @@ import (
 
 // The first MaxKinds kinds get label values of their own; later ones share "other".
 func TestKindsBounded(t *testing.T) {
+	t.Parallel()
 	built := map[string]int{}
 	var mu sync.Mutex
 	k := metrics.NewKinds(func(label string) *string {
@@ -54,6 +55,7 @@ func TestKindsBounded(t *testing.T) {
 // Register returns the collector registered first when another registers the same
 // metric, so that several producers or workers share a registry.
 func TestRegisterReusesExisting(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	opts := prometheus.CounterOpts{Name: "workq_test_total", Help: "test"}
 	a, err := metrics.Register(reg, prometheus.NewCounterVec(opts, []string{"queue"}))
@@ -80,6 +82,7 @@ func TestRegisterReusesExisting(t *testing.T) {
 
 // Counting a job of a known kind allocates nothing.
 func TestKindsGetDoesNotAllocate(t *testing.T) {
+	t.Parallel()
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workq_alloc_total", Help: "test"}, []string{"kind"})
 	k := metrics.NewKinds(func(label string) *prometheus.Counter {
 		ctr := c.WithLabelValues(label)

@@ -10,6 +10,7 @@ import (
 // HeaderSize counts what nats.go sends (and the server checks against max_payload):
 // (*nats.Msg).Size is the subject, the encoded headers and the data.
 func TestHeaderSizeMatchesNATS(t *testing.T) {
+	t.Parallel()
 	for _, h := range []nats.Header{
 		nil,
 		{},
@@ -26,6 +27,7 @@ func TestHeaderSizeMatchesNATS(t *testing.T) {
 
 // The reserve covers every line a dead letter adds at its largest.
 func TestDeadLetterReserveCoversTheLines(t *testing.T) {
+	t.Parallel()
 	if deadLetterLines > DeadLetterReserve {
 		t.Fatalf("dead-letter lines take up to %d bytes, DeadLetterReserve is %d", deadLetterLines, DeadLetterReserve)
 	}

@@ -5,6 +5,7 @@ import "testing"
 // A job's id is its Nats-Msg-Id, else its subject's suffix, else its sequence, as
 // the consumer derives it: readers outside the consumer must find the same record.
 func TestJobID(t *testing.T) {
+	t.Parallel()
 	n, err := NamesFor("q")
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ func wantIncompatible(t *testing.T, err error, parts ...string) {
 }
 
 func TestProvisionIsIdempotent(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	n := mustNames(t, "idem")
@@ -85,6 +86,7 @@ func TestProvisionIsIdempotent(t *testing.T) {
 }
 
 func TestProvisionAcceptsCompatibleObjects(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	n := mustNames(t, "compat")
@@ -137,6 +139,7 @@ func TestProvisionAcceptsCompatibleObjects(t *testing.T) {
 }
 
 func TestProvisionRefusesIncompatibleBucket(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 
@@ -200,6 +203,7 @@ func TestProvisionRefusesIncompatibleBucket(t *testing.T) {
 }
 
 func TestProvisionRefusesIncompatibleDeadStream(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	dead := func(t *testing.T, n Names, cfg jetstream.StreamConfig) {
@@ -230,6 +234,7 @@ func TestProvisionRefusesIncompatibleDeadStream(t *testing.T) {
 }
 
 func TestEnsureConsumerRefusesIncompatible(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
 	js := env.JetStream(t)
 	const ackWait = 30 * time.Second
@@ -299,6 +304,7 @@ func TestEnsureConsumerRefusesIncompatible(t *testing.T) {
 }
 
 func TestFiltersAndSameSet(t *testing.T) {
+	t.Parallel()
 	one := jetstream.ConsumerConfig{FilterSubject: "a"}
 	many := jetstream.ConsumerConfig{FilterSubjects: []string{"a", "b"}}
 	if got := filters(one); !slices.Equal(got, []string{"a"}) {

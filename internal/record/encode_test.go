@@ -13,6 +13,7 @@ import (
 // characters, invalid UTF-8, U+2028/9, times in any zone and with monotonic readings,
 // zero values that are omitted, results of any bytes.
 func TestAppendJSONMatchesMarshal(t *testing.T) {
+	t.Parallel()
 	zone := time.FixedZone("", -(3*3600 + 30*60))
 	now := time.Now() // with a monotonic reading, which JSON drops
 	strs := []string{"", "a", "job-42", `quote " and \ backslash`, "<b>&amp;</b>", "ctl \x00\x01\b\f\n\r\t\x1f\x7f",
@@ -60,6 +61,7 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 
 // A time JSON cannot hold fails the encoding, as it fails json.Marshal.
 func TestAppendJSONBadTime(t *testing.T) {
+	t.Parallel()
 	r := &Record{ID: "a", StartedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
 	if _, err := json.Marshal(r); err == nil {
 		t.Fatal("json.Marshal accepted year 10000")
@@ -71,6 +73,7 @@ func TestAppendJSONBadTime(t *testing.T) {
 
 // AppendJSON(nil) allocates once: its size hint covers the document.
 func TestAppendJSONSizeHint(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	r := &Record{ID: "01JXYZABCDEFGHJKMNPQRSTVWX", Queue: "emails", Kind: "send_email", State: Done, Attempt: 3, MaxAttempts: 10,
 		Delivery: 3, Epoch: now.UnixNano(), Sequence: 1 << 40, Worker: &Worker{Name: "host-1234", Host: "host", PID: 1234567},

@@ -14,6 +14,7 @@ import (
 // Linearizable reads (the stream's message-get API) see what KV's own reads see:
 // the value and revision of a live record, and no record after a delete or purge.
 func TestLinearizableGet(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 10*time.Second)

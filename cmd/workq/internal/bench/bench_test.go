@@ -135,6 +135,7 @@ func BenchmarkBacklog(b *testing.B) {
 
 // TestScenariosRun keeps the scenarios working under go test: small n, no timing claims.
 func TestScenariosRun(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	e := bench.Env{JS: env.JetStream(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
