@@ -25,7 +25,7 @@ type Locker struct {
 	host     string
 	pid      int
 	log      *slog.Logger
-	metrics  *metrics
+	metrics  *lockerMetrics
 	freeRevs *revCache
 
 	onGranted func(*Lock) // test hook, set before use

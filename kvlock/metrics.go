@@ -1,14 +1,15 @@
 package kvlock
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/workq/workq/internal/metrics"
 )
 
-// metrics are the package's collectors. A Locker without the Metrics option gets
-// unregistered collectors: updating them is cheap and keeps the code free of nil checks.
-type metrics struct {
+// lockerMetrics are the package's collectors. A Locker without the Metrics option
+// gets unregistered collectors (metrics.Register with a nil registry): updating them
+// is cheap and keeps the code free of nil checks.
+type lockerMetrics struct {
 	acquireWait *prometheus.HistogramVec // kind
 	held        *prometheus.GaugeVec     // kind
 	contention  *prometheus.CounterVec   // kind
@@ -28,8 +29,8 @@ const (
 	resultRejected = "rejected"
 )
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer) (*lockerMetrics, error) {
+	m := &lockerMetrics{
 		acquireWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "workq_lock_acquire_wait_seconds",
 			Help:    "Time Acquire waited until a lock or semaphore slot was granted.",
@@ -52,40 +53,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Rate limiter decisions.",
 		}, []string{"result"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
 	var err error
-	if m.acquireWait, err = register(reg, m.acquireWait); err != nil {
+	if m.acquireWait, err = metrics.Register(reg, m.acquireWait); err != nil {
 		return nil, err
 	}
-	if m.held, err = register(reg, m.held); err != nil {
+	if m.held, err = metrics.Register(reg, m.held); err != nil {
 		return nil, err
 	}
-	if m.contention, err = register(reg, m.contention); err != nil {
+	if m.contention, err = metrics.Register(reg, m.contention); err != nil {
 		return nil, err
 	}
-	if m.lost, err = register(reg, m.lost); err != nil {
+	if m.lost, err = metrics.Register(reg, m.lost); err != nil {
 		return nil, err
 	}
-	if m.decisions, err = register(reg, m.decisions); err != nil {
+	if m.decisions, err = metrics.Register(reg, m.decisions); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under the same
-// name so that several Lockers share one registry.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing, nil
-			}
-		}
-		var zero T
-		return zero, err
-	}
-	return c, nil
 }
