@@ -31,35 +31,51 @@ func TestBadInputNewRejectsNamesHandlersAndOptions(t *testing.T) {
 			t.Errorf("New(%q) = %v, %v; want ErrInvalidName", q, w, err)
 		}
 	}
-	if w, err := consumer.New(ctx, js, "ok", nil); err == nil || w != nil {
-		t.Errorf("nil handler: %v, %v", w, err)
+	if w, err := consumer.New(ctx, js, "ok", nil); !errors.Is(err, consumer.ErrInvalidOption) || w != nil {
+		t.Errorf("nil handler: %v, %v; want ErrInvalidOption", w, err)
 	}
-	bad := map[string][]consumer.Option{
-		"Concurrency(0)":            {consumer.Concurrency(0)},
-		"Concurrency(-1)":           {consumer.Concurrency(-1)},
-		"AckWait(1ms)":              {consumer.AckWait(time.Millisecond)},
-		"MaxAttempts(0)":            {consumer.MaxAttempts(0)},
-		"MaxAttempts(-3)":           {consumer.MaxAttempts(-3)},
-		"Heartbeat(0)":              {consumer.Heartbeat(0)},
-		"Heartbeat ≥ AckWait":       {consumer.AckWait(time.Second), consumer.Heartbeat(time.Second)},
-		"DrainTimeout(-1s)":         {consumer.DrainTimeout(-time.Second)},
-		"Timeout(0)":                {consumer.Timeout(0)},
-		"Name(\"\")":                {consumer.Name("")},
-		"Logger(nil)":               {consumer.Logger(nil)},
-		"Backoff(nil)":              {consumer.Backoff(nil)},
-		"MaxAckPending(0)":          {consumer.MaxAckPending(0)},
-		"Replicas(0)":               {consumer.Replicas(0)},
-		"Replicas(3) on one server": {consumer.Replicas(3)},
+	// Each bad option is refused with an error wrapping ErrInvalidOption that names
+	// the option and its value (want), without a round trip to the server.
+	bad := []struct {
+		opts []consumer.Option
+		want string
+	}{
+		{[]consumer.Option{consumer.Concurrency(0)}, "Concurrency(0): want at least 1"},
+		{[]consumer.Option{consumer.Concurrency(-1)}, "Concurrency(-1): want at least 1"},
+		{[]consumer.Option{consumer.Prefetch(-1)}, "Prefetch(-1): want 0 or more"},
+		{[]consumer.Option{consumer.AckWait(time.Millisecond)}, "AckWait(1ms): want at least 100ms"},
+		{[]consumer.Option{consumer.MaxAttempts(0)}, "MaxAttempts(0): want at least 1"},
+		{[]consumer.Option{consumer.MaxAttempts(-3)}, "MaxAttempts(-3): want at least 1"},
+		{[]consumer.Option{consumer.Heartbeat(0)}, "Heartbeat(0s): want at least 10ms"},
+		{[]consumer.Option{consumer.AckWait(time.Second), consumer.Heartbeat(time.Second)}, "Heartbeat(1s): want shorter than AckWait (1s)"},
+		{[]consumer.Option{consumer.ClaimDelay(-time.Millisecond)}, "ClaimDelay(-1ms): want 0 or more"},
+		{[]consumer.Option{consumer.DrainTimeout(-time.Second)}, "DrainTimeout(-1s): want 0 or more"},
+		{[]consumer.Option{consumer.Timeout(0)}, "Timeout(0s): want more than 0"},
+		{[]consumer.Option{consumer.Name("")}, `Name(""): want a non-empty name`},
+		{[]consumer.Option{consumer.Logger(nil)}, "Logger(nil): want a logger"},
+		{[]consumer.Option{consumer.Backoff(nil)}, "Backoff(nil): want a function"},
+		{[]consumer.Option{consumer.MaxAckPending(0)}, "MaxAckPending(0): want at least 1"},
+		{[]consumer.Option{consumer.Replicas(0)}, "Replicas(0): want 1 to 5"},
+		{[]consumer.Option{consumer.Replicas(6)}, "Replicas(6): want 1 to 5"},
 	}
-	for name, opts := range bad {
+	for _, c := range bad {
 		start := time.Now()
-		w, err := consumer.New(ctx, js, "opts", qaNop, append([]consumer.Option{consumer.Logger(quiet)}, opts...)...)
-		if err == nil || w != nil {
-			t.Errorf("%s accepted", name)
+		w, err := consumer.New(ctx, js, "opts", qaNop, append([]consumer.Option{consumer.Logger(quiet)}, c.opts...)...)
+		if !errors.Is(err, consumer.ErrInvalidOption) || w != nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, %v; want an ErrInvalidOption saying so", c.want, w, err)
 		}
-		if time.Since(start) > 5*time.Second {
-			t.Errorf("%s: took %s to fail", name, time.Since(start))
+		if time.Since(start) > time.Second {
+			t.Errorf("%s: took %s to fail", c.want, time.Since(start))
 		}
+	}
+	// A valid option the server cannot honour is refused too, promptly, and is not
+	// an invalid option.
+	start := time.Now()
+	if w, err := consumer.New(ctx, js, "opts", qaNop, consumer.Logger(quiet), consumer.Replicas(3)); err == nil || w != nil || errors.Is(err, consumer.ErrInvalidOption) {
+		t.Errorf("Replicas(3) on one server: %v, %v; want an error that is not ErrInvalidOption", w, err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("Replicas(3) on one server: took %s to fail", time.Since(start))
 	}
 	// None of the rejected options left a consumer behind with their settings.
 	if s, err := js.Stream(ctx, "WORKQ_opts"); err == nil {
@@ -358,7 +374,7 @@ func TestBadInputNeverPanics(t *testing.T) {
 		{"New(nil HandlerFunc)", "nil handler", func() error { return newErr(ctx, js, consumer.HandlerFunc(nil)) }},
 		{"New(nil Option) is skipped", "", func() error { return newErr(ctx, js, qaNop, nil, consumer.Concurrency(2), nil) }},
 		{"New(Use(nil, nil)) is skipped", "", func() error { return newErr(ctx, js, qaNop, consumer.Use(nil, nil)) }},
-		{"Heartbeat(5ms)", "heartbeat 5ms: want at least 10ms", func() error { return newErr(ctx, js, qaNop, consumer.Heartbeat(5*time.Millisecond)) }},
+		{"Heartbeat(5ms)", "Heartbeat(5ms): want at least 10ms", func() error { return newErr(ctx, js, qaNop, consumer.Heartbeat(5*time.Millisecond)) }},
 		{"Heartbeat(-1s)", "want at least 10ms", func() error { return newErr(ctx, js, qaNop, consumer.Heartbeat(-time.Second)) }},
 		{"Heartbeat(10ms)", "", func() error {
 			return newErr(ctx, js, qaNop, consumer.Heartbeat(10*time.Millisecond))
@@ -389,7 +405,7 @@ func TestBadInputNeverPanics(t *testing.T) {
 			m.Default(consumer.HandlerFunc(nil))
 			return m.Handle(ctx, &consumer.Job{})
 		}},
-		{"Backoff(nil)", "nil backoff", func() error { return newErr(ctx, js, qaNop, consumer.Backoff(nil)) }},
+		{"Backoff(nil)", "Backoff(nil): want a function", func() error { return newErr(ctx, js, qaNop, consumer.Backoff(nil)) }},
 		{"Exponential with bad bounds", "", func() error { return checkExponential() }},
 	}
 	for _, c := range cases {

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -10,7 +9,34 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
+)
+
+// Defaults of the options, named Default<Option> as nats.go and net/http name theirs.
+const (
+	// DefaultConcurrency is how many jobs a worker runs at once (Concurrency).
+	DefaultConcurrency = 8
+	// DefaultAckWait is how long a job may go without a heartbeat before it moves
+	// to another worker (AckWait).
+	DefaultAckWait = 30 * time.Second
+	// DefaultMaxAttempts is how many times a job runs before it is dead-lettered
+	// (MaxAttempts).
+	DefaultMaxAttempts = 10
+	// DefaultBackoffBase and DefaultBackoffLimit bound the default retry delay,
+	// Exponential(DefaultBackoffBase, DefaultBackoffLimit) (Backoff).
+	DefaultBackoffBase  = time.Second
+	DefaultBackoffLimit = 5 * time.Minute
+	// DefaultDrainTimeout is how long running jobs may finish once Run's context
+	// ends (DrainTimeout).
+	DefaultDrainTimeout = 30 * time.Second
+	// DefaultClaimDelay is how long a first attempt runs before its claim is
+	// written (ClaimDelay).
+	DefaultClaimDelay = 10 * time.Millisecond
+	// DefaultMaxAckPending is the least MaxAckPending a worker creating the queue's
+	// consumer sets unless told (MaxAckPending); more when its concurrency and pull
+	// buffer need it.
+	DefaultMaxAckPending = 1000
 )
 
 // Option configures a Worker. New skips nil options, so optional settings can be
@@ -40,23 +66,25 @@ type config struct {
 func defaults() config {
 	host, _ := os.Hostname()
 	return config{
-		concurrency:  8,
-		ackWait:      30 * time.Second,
-		maxAttempts:  10,
-		backoff:      Exponential(time.Second, 5*time.Minute),
-		drainTimeout: 30 * time.Second,
-		claimDelay:   10 * time.Millisecond,
+		concurrency:  DefaultConcurrency,
+		ackWait:      DefaultAckWait,
+		maxAttempts:  DefaultMaxAttempts,
+		backoff:      Exponential(DefaultBackoffBase, DefaultBackoffLimit),
+		drainTimeout: DefaultDrainTimeout,
+		claimDelay:   DefaultClaimDelay,
 		prefetch:     -1,
 		name:         host + "-" + strconv.Itoa(os.Getpid()),
 		logger:       slog.Default(),
 	}
 }
 
-// Concurrency sets how many jobs the worker runs at once. Default 8.
+// Concurrency sets how many jobs the worker runs at once. Default
+// DefaultConcurrency (8): enough to overlap the round trips of short jobs without
+// overloading a small machine; raise it for handlers that mostly wait.
 func Concurrency(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
-			return fmt.Errorf("consumer: concurrency %d: want at least 1", n)
+			return option.Invalid("Concurrency", n, "at least 1")
 		}
 		c.concurrency = n
 		return nil
@@ -78,7 +106,7 @@ func Concurrency(n int) Option {
 func Prefetch(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
-			return fmt.Errorf("consumer: prefetch %d: want 0 or more", n)
+			return option.Invalid("Prefetch", n, "0 or more")
 		}
 		c.prefetch = n
 		return nil
@@ -87,12 +115,13 @@ func Prefetch(n int) Option {
 
 // AckWait is how long a job may go without a heartbeat before JetStream hands it to
 // another worker. Every worker of a queue must use the same value (it is the shared
-// consumer's setting). Default 30s: long enough to ride out a GC pause or a brief
-// network blip, short enough that a dead worker's job moves on within a minute.
+// consumer's setting). Default DefaultAckWait (30s): long enough to ride out a GC
+// pause or a brief network blip, short enough that a dead worker's job moves on
+// within a minute.
 func AckWait(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 100*time.Millisecond {
-			return fmt.Errorf("consumer: ack wait %s: want at least 100ms", d)
+			return option.Invalid("AckWait", d, "at least 100ms")
 		}
 		c.ackWait = d
 		return nil
@@ -109,7 +138,7 @@ const minHeartbeat = 10 * time.Millisecond
 func Heartbeat(d time.Duration) Option {
 	return func(c *config) error {
 		if d < minHeartbeat {
-			return fmt.Errorf("consumer: heartbeat %s: want at least %s", d, minHeartbeat)
+			return option.Invalid("Heartbeat", d, "at least "+minHeartbeat.String())
 		}
 		c.heartbeat = d
 		return nil
@@ -117,11 +146,14 @@ func Heartbeat(d time.Duration) Option {
 }
 
 // MaxAttempts is how many times a job runs before it is dead-lettered. A job's own
-// limit (producer.MaxAttempts) overrides it. Default 10.
+// limit (producer.MaxAttempts) overrides it. Default DefaultMaxAttempts (10): with
+// the default backoff a failing job is retried over 4 to 9 minutes, long enough to
+// ride out a brief outage of what it depends on, short enough that a job that can
+// never succeed reaches dead letters soon.
 func MaxAttempts(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
-			return fmt.Errorf("consumer: max attempts %d: want at least 1", n)
+			return option.Invalid("MaxAttempts", n, "at least 1")
 		}
 		c.maxAttempts = n
 		return nil
@@ -132,11 +164,13 @@ func MaxAttempts(n int) Option {
 type BackoffFunc func(attempt int) time.Duration
 
 // Backoff sets the retry delay. A negative delay from f counts as 0: retry at once.
-// Default Exponential(1s, 5m).
+// Default Exponential(DefaultBackoffBase, DefaultBackoffLimit), 1s doubling up to
+// 5m with jitter: a failing dependency gets room to recover, and jobs that failed
+// together do not retry together.
 func Backoff(f BackoffFunc) Option {
 	return func(c *config) error {
 		if f == nil {
-			return fmt.Errorf("consumer: nil backoff")
+			return option.Invalid("Backoff", nil, "a function")
 		}
 		c.backoff = func(attempt int) time.Duration { return max(f(attempt), 0) }
 		return nil
@@ -182,11 +216,11 @@ func Constant(d time.Duration) BackoffFunc {
 // — which halves the writes per job. Until then Status reports the job queued, and
 // the first call to Job.FencingToken or Job.Fence writes the claim at once.
 // Redeliveries always claim before they run. 0 claims every attempt before it runs.
-// Default 10ms.
+// Default DefaultClaimDelay (10ms): most short jobs finish within it and write once.
 func ClaimDelay(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
-			return fmt.Errorf("consumer: claim delay %s: want ≥ 0", d)
+			return option.Invalid("ClaimDelay", d, "0 or more")
 		}
 		c.claimDelay = d
 		return nil
@@ -201,7 +235,7 @@ func ClaimDelay(d time.Duration) Option {
 func Timeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
-			return fmt.Errorf("consumer: timeout %s: want > 0", d)
+			return option.Invalid("Timeout", d, "more than 0")
 		}
 		c.timeout = d
 		return nil
@@ -210,11 +244,11 @@ func Timeout(d time.Duration) Option {
 
 // DrainTimeout is how long Run lets running jobs finish after its context ends; then
 // their contexts are cancelled and the jobs handed back for prompt redelivery.
-// Default 30s.
+// Default DefaultDrainTimeout (30s).
 func DrainTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
-			return fmt.Errorf("consumer: drain timeout %s: want ≥ 0", d)
+			return option.Invalid("DrainTimeout", d, "0 or more")
 		}
 		c.drainTimeout = d
 		return nil
@@ -225,19 +259,22 @@ func DrainTimeout(d time.Duration) Option {
 func Name(name string) Option {
 	return func(c *config) error {
 		if name == "" {
-			return fmt.Errorf("consumer: empty worker name")
+			return option.Invalid("Name", name, "a non-empty name")
 		}
 		c.name = name
 		return nil
 	}
 }
 
-// Logger sets the logger. Default slog.Default(). Successful jobs log nothing;
-// reassigned jobs, dead letters and errors log one line each.
+// Logger sets the logger. Successful jobs log nothing; reassigned jobs, dead letters
+// and errors log one line each. Default: slog.Default() as New finds it, as in
+// kvlock, because a job that was reassigned or dead-lettered, or pulls that keep
+// failing, must not go unseen, and a program routes every package's logs at once
+// with slog.SetDefault. To discard them, pass slog.New(slog.DiscardHandler).
 func Logger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("consumer: nil logger")
+			return option.Invalid("Logger", nil, "a logger; slog.New(slog.DiscardHandler) discards")
 		}
 		c.logger = l
 		return nil
@@ -270,11 +307,12 @@ func Unfenced() Option { return func(c *config) error { c.unfenced = true; retur
 // MaxAckPending bounds the jobs handed out and not yet acknowledged across all
 // workers of the queue; set when the worker creates the consumer. It should be at
 // least the sum of every worker's concurrency and pull buffer, or workers wait on it.
-// Default max(1000, 4×(Concurrency + Prefetch)), with 512 for an adaptive Prefetch.
+// Default max(DefaultMaxAckPending, 4×(Concurrency + Prefetch)), with 512 for an
+// adaptive Prefetch: room for four such workers.
 func MaxAckPending(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
-			return fmt.Errorf("consumer: max ack pending %d: want at least 1", n)
+			return option.Invalid("MaxAckPending", n, "at least 1")
 		}
 		c.maxAckPending = n
 		return nil
@@ -292,7 +330,7 @@ func Use(mw ...Middleware) Option {
 func Replicas(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > 5 {
-			return fmt.Errorf("consumer: replicas %d: want 1 to 5", n)
+			return option.Invalid("Replicas", n, "1 to 5")
 		}
 		c.queue.Replicas = n
 		return nil

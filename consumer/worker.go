@@ -14,6 +14,7 @@ import (
 
 	"github.com/workq/workq/internal/groupcommit"
 	"github.com/workq/workq/internal/naming"
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 )
@@ -22,6 +23,12 @@ import (
 var (
 	// ErrInvalidName: a queue name workq cannot use.
 	ErrInvalidName = naming.ErrInvalid
+	// ErrInvalidOption: an option given a value it does not take (the error names
+	// the option, the value and what it wants), options that contradict each other
+	// (a Heartbeat not shorter than AckWait), or a nil context, JetStream or
+	// handler. The same value as producer.ErrInvalidOption and
+	// kvlock.ErrInvalidOption.
+	ErrInvalidOption = option.ErrInvalid
 	// ErrIncompatible: the queue or its consumer exists with a configuration this
 	// worker cannot use (for example another AckWait).
 	ErrIncompatible = queue.ErrIncompatible
@@ -60,11 +67,11 @@ type Worker struct {
 func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handler, opts ...Option) (*Worker, error) {
 	switch {
 	case ctx == nil:
-		return nil, fmt.Errorf("consumer: queue %s: nil context", queueName)
+		return nil, fmt.Errorf("consumer: queue %s: %w", queueName, option.Nil("context"))
 	case js == nil:
-		return nil, fmt.Errorf("consumer: queue %s: nil JetStream", queueName)
+		return nil, fmt.Errorf("consumer: queue %s: %w", queueName, option.Nil("JetStream"))
 	case h == nil, isNilFunc(h):
-		return nil, fmt.Errorf("consumer: queue %s: nil handler", queueName)
+		return nil, fmt.Errorf("consumer: queue %s: %w", queueName, option.Nil("handler"))
 	}
 	cfg := defaults()
 	for _, o := range opts {
@@ -72,21 +79,22 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 			continue
 		}
 		if err := o(&cfg); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("consumer: queue %s: %w", queueName, err)
 		}
 	}
 	if cfg.heartbeat == 0 {
 		cfg.heartbeat = cfg.ackWait / 3
 	}
 	if cfg.heartbeat >= cfg.ackWait {
-		return nil, fmt.Errorf("consumer: heartbeat %s must be shorter than ack wait %s", cfg.heartbeat, cfg.ackWait)
+		return nil, fmt.Errorf("consumer: queue %s: %w", queueName,
+			option.Invalid("Heartbeat", cfg.heartbeat, "shorter than AckWait ("+cfg.ackWait.String()+")"))
 	}
 	if cfg.maxAckPending == 0 {
 		buffer := cfg.prefetch
 		if buffer < 0 {
 			buffer = maxAutoPrefetch
 		}
-		cfg.maxAckPending = max(1000, 4*(cfg.concurrency+buffer))
+		cfg.maxAckPending = max(DefaultMaxAckPending, 4*(cfg.concurrency+buffer))
 	}
 	names, err := queue.NamesFor(queueName)
 	if err != nil {
@@ -152,7 +160,7 @@ func (w *Worker) Name() string { return w.cfg.name }
 // a nil ctx is an error.
 func (w *Worker) Run(ctx context.Context) error {
 	if ctx == nil {
-		return fmt.Errorf("consumer: queue %s: Run: nil context", w.names.Queue)
+		return fmt.Errorf("consumer: queue %s: Run: %w", w.names.Queue, option.Nil("context"))
 	}
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("consumer: Run is already running")

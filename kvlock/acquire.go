@@ -63,7 +63,7 @@ func (l *Locker) acquireConfig(opts []AcquireOption) (acquireConfig, error) {
 
 func (l *Locker) acquire(ctx context.Context, op string, tg *target, ac acquireConfig, wait bool) (*Lock, error) {
 	if ctx == nil {
-		return nil, tg.errorf(op, fmt.Errorf("nil context: %w", ErrInvalidArgument))
+		return nil, tg.errorf(op, fmt.Errorf("nil context: %w", ErrInvalidOption))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, tg.errorf(op, err)

@@ -30,7 +30,7 @@ type Entry struct {
 // slot. Free keys (released, expired) are left out.
 func (l *Locker) List(ctx context.Context) ([]Entry, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("kvlock: list: nil context: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("kvlock: list: nil context: %w", ErrInvalidOption)
 	}
 	var out []Entry
 	err := retry.Do(ctx, func(ctx context.Context) error {

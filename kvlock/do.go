@@ -19,7 +19,7 @@ const releaseTimeout = 5 * time.Second
 // with the object's id as the name.
 func (l *Locker) Do(ctx context.Context, name string, fn func(ctx context.Context, token uint64) error, opts ...AcquireOption) error {
 	if fn == nil {
-		return fmt.Errorf("kvlock: do lock %q: nil function: %w", name, ErrInvalidArgument)
+		return fmt.Errorf("kvlock: do lock %q: nil function: %w", name, ErrInvalidOption)
 	}
 	lk, err := l.Acquire(ctx, name, opts...)
 	if err != nil {

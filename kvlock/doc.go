@@ -83,7 +83,7 @@
 // bytes works ("user:42", "s3://bucket/key", any bytes): a name made only of
 // [A-Za-z0-9_-] is its own key; any other is stored as "=" + base64url(name).
 // Limiter names name a stream and are validated instead: 1 to 64 of [A-Za-z0-9_-].
-// Bad input returns errors wrapping ErrInvalidName or ErrInvalidArgument; nothing
+// Bad input returns errors wrapping ErrInvalidName or ErrInvalidOption; nothing
 // panics.
 //
 // # Semaphores
@@ -102,7 +102,7 @@
 // enforcement takes one round trip and does not depend on client clocks. Allow does
 // not block and reports when to retry; Wait blocks until a permit or the context
 // ends. The server removes aged permits in a check that runs at most every 250 ms,
-// so a window shorter than MinWindow (250 ms) is refused with ErrInvalidArgument (it
+// so a window shorter than MinWindow (250 ms) is refused with ErrInvalidOption (it
 // would admit about n per 250 ms, not n per window), and a permit is freed between
 // one window and one window plus 250 ms after it was granted.
 //
@@ -114,8 +114,9 @@
 //
 // # Logging and metrics
 //
-// The Logger option takes a *slog.Logger (default: discard). The Metrics option takes
-// a prometheus.Registerer (default: none) and registers
-// workq_lock_acquire_wait_seconds, workq_locks_held, workq_lock_contention_total,
-// workq_locks_lost_total and workq_limiter_decisions_total, with bounded labels.
+// The Logger option takes a *slog.Logger (default: slog.Default(), which logs lost
+// locks and takeovers). The Metrics option takes a prometheus.Registerer (default:
+// none) and registers workq_lock_acquire_wait_seconds, workq_locks_held,
+// workq_lock_contention_total, workq_locks_lost_total and
+// workq_limiter_decisions_total, with bounded labels.
 package kvlock

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/workq/workq/internal/naming"
+	"github.com/workq/workq/internal/option"
 )
 
 // Sentinel errors. Every error returned by this package wraps one of these (or a
@@ -37,9 +38,12 @@ var (
 	// the rest of workq for queue names.
 	ErrInvalidName = naming.ErrInvalid
 
-	// ErrInvalidArgument rejects a zero, negative or too small TTL, semaphore size,
-	// rate or window, a nil JetStream context or function, and similar input.
-	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrInvalidOption rejects an option given a value it does not take (the error
+	// names the option, the value and what it wants: a TTL below MinTTL, Replicas(9),
+	// a nil Logger), and a nil or out-of-range argument: a semaphore size, rate or
+	// window, a nil context, JetStream or function. The same value as
+	// producer.ErrInvalidOption and consumer.ErrInvalidOption.
+	ErrInvalidOption = option.ErrInvalid
 
 	// ErrBucketConfig means the lock bucket exists with a configuration the locks
 	// cannot work with (no limit markers, so no per-key TTL).

@@ -22,10 +22,10 @@ func TestBadInput(t *testing.T) {
 	ctx := testenv.Context(t, 20*time.Second)
 
 	//lint:ignore SA1012 nil context is the bad input under test
-	if _, err := New(nil, js); !errors.Is(err, ErrInvalidArgument) { //nolint:staticcheck
+	if _, err := New(nil, js); !errors.Is(err, ErrInvalidOption) { //nolint:staticcheck
 		t.Errorf("New(nil ctx): %v", err)
 	}
-	if _, err := New(ctx, nil); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := New(ctx, nil); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("New(nil js): %v", err)
 	}
 	for _, o := range []Option{Bucket(""), Bucket("a.b"), Bucket("a b")} {
@@ -33,9 +33,21 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("New with a bad bucket: %v, want ErrInvalidName", err)
 		}
 	}
-	for _, o := range []Option{Replicas(0), Replicas(-1), Replicas(7), WithDefaultTTL(0), WithDefaultTTL(-time.Second), Logger(nil)} {
-		if _, err := New(ctx, js, o); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("New with a bad option: %v, want ErrInvalidArgument", err)
+	// Each bad option is refused with an error wrapping ErrInvalidOption that names
+	// the option and its value.
+	for _, c := range []struct {
+		o    Option
+		want string
+	}{
+		{Replicas(0), "Replicas(0): want 1 to 5"},
+		{Replicas(-1), "Replicas(-1): want 1 to 5"},
+		{Replicas(7), "Replicas(7): want 1 to 5"},
+		{WithDefaultTTL(0), "WithDefaultTTL(0s): want at least MinTTL (50ms)"},
+		{WithDefaultTTL(-time.Second), "WithDefaultTTL(-1s): want at least MinTTL"},
+		{Logger(nil), "Logger(nil): want a logger"},
+	} {
+		if _, err := New(ctx, js, c.o); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v; want an ErrInvalidOption saying so", c.want, err)
 		}
 	}
 
@@ -54,23 +66,24 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	for _, d := range []time.Duration{0, -time.Second, MinTTL - 1} {
-		if _, err := l.Acquire(ctx, "x", TTL(d)); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("Acquire TTL %s: %v, want ErrInvalidArgument", d, err)
+		want := "TTL(" + d.String() + "): want at least MinTTL"
+		if _, err := l.Acquire(ctx, "x", TTL(d)); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Acquire TTL %s: %v, want an ErrInvalidOption saying %q", d, err, want)
 		}
-		if _, err := l.TryAcquire(ctx, "x", TTL(d)); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("TryAcquire TTL %s: %v, want ErrInvalidArgument", d, err)
+		if _, err := l.TryAcquire(ctx, "x", TTL(d)); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), want) {
+			t.Errorf("TryAcquire TTL %s: %v, want an ErrInvalidOption saying %q", d, err, want)
 		}
 	}
 	for _, n := range []int{0, -1, MaxSemaphoreSize + 1} {
-		if _, err := l.Semaphore("s", n); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("Semaphore size %d: %v, want ErrInvalidArgument", n, err)
+		if _, err := l.Semaphore("s", n); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("Semaphore size %d: %v, want ErrInvalidOption", n, err)
 		}
 	}
-	if err := l.Do(ctx, "x", nil); !errors.Is(err, ErrInvalidArgument) {
+	if err := l.Do(ctx, "x", nil); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("Do(nil fn): %v", err)
 	}
 	//lint:ignore SA1012 nil context is the bad input under test
-	if _, err := l.Acquire(nil, "x"); !errors.Is(err, ErrInvalidArgument) { //nolint:staticcheck
+	if _, err := l.Acquire(nil, "x"); !errors.Is(err, ErrInvalidOption) { //nolint:staticcheck
 		t.Errorf("Acquire(nil ctx): %v", err)
 	}
 
@@ -307,6 +320,31 @@ func TestLostLockMetricAndLog(t *testing.T) {
 	if got := gather(t, reg)["workq_locks_held"]; got != 0 {
 		t.Errorf("workq_locks_held %v after both locks were lost", got)
 	}
+}
+
+// Without the Logger option a Locker logs to slog.Default() as New finds it, as a
+// consumer does: here a lock lost because its key was deleted behind its back.
+// Not parallel: it replaces the process-wide default logger while it runs (parallel
+// tests wait until the serial ones are done, so none of them logs into it).
+func TestLoggerDefaultsToSlogDefault(t *testing.T) {
+	logs := &logBuffer{}
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewJSONHandler(logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	env := testenv.Start(t, testenv.MemoryStore())
+	l := newTestLocker(t, env.JetStream(t))
+	ctx := testenv.Context(t, 30*time.Second)
+	lk, err := l.Acquire(ctx, "default-logger", TTL(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.kv.Delete(ctx, lk.key); err != nil {
+		t.Fatal(err)
+	}
+	if !closedWithin(lk.Lost(), 5*time.Second) {
+		t.Fatal("holder whose key was deleted: Lost did not fire")
+	}
+	checkLostLog(t, logs, "default-logger", lk.Token(), "taken_over")
 }
 
 // checkLost checks workq_locks_lost_total{kind="lock",reason} for each reason.

@@ -47,7 +47,7 @@ type Limiter struct {
 
 // Limiter returns the limiter called name (1 to 64 of [A-Za-z0-9_-], because it
 // names a stream), admitting n permits per window. A window shorter than MinWindow
-// (250 ms) fails with ErrInvalidArgument: the server could not free permits that
+// (250 ms) fails with ErrInvalidOption: the server could not free permits that
 // often. It creates
 // the limiter's stream if needed (with the Locker's Replicas), waiting for the
 // server until ctx ends; if the limiter exists with another n or window it fails
@@ -57,15 +57,15 @@ func (l *Locker) Limiter(ctx context.Context, name string, n int, window time.Du
 		return nil, fmt.Errorf("kvlock: limiter: %w", err)
 	}
 	if n < 1 {
-		return nil, fmt.Errorf("kvlock: limiter %q: rate %d: want at least 1: %w", name, n, ErrInvalidArgument)
+		return nil, fmt.Errorf("kvlock: limiter %q: rate %d: want at least 1: %w", name, n, ErrInvalidOption)
 	}
 	if window < MinWindow {
 		return nil, fmt.Errorf("kvlock: limiter %q: window %s: want at least %s (kvlock.MinWindow): "+
 			"the server frees aged permits at most every 250ms, so a shorter window would admit about %d per 250ms, not %d per %s: %w",
-			name, window, MinWindow, n, n, window, ErrInvalidArgument)
+			name, window, MinWindow, n, n, window, ErrInvalidOption)
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("kvlock: limiter %q: nil context: %w", name, ErrInvalidArgument)
+		return nil, fmt.Errorf("kvlock: limiter %q: nil context: %w", name, ErrInvalidOption)
 	}
 	lim := &Limiter{l: l, name: name, n: n, window: window, subject: "workq.limit." + name}
 	cfg := jetstream.StreamConfig{
@@ -126,7 +126,7 @@ func (lim *Limiter) Window() time.Duration { return lim.window }
 // reconnect fails instead of hanging.
 func (lim *Limiter) Allow(ctx context.Context) (allowed bool, retryAfter time.Duration, err error) {
 	if ctx == nil {
-		return false, 0, lim.errorf("allow", fmt.Errorf("nil context: %w", ErrInvalidArgument))
+		return false, 0, lim.errorf("allow", fmt.Errorf("nil context: %w", ErrInvalidOption))
 	}
 	return lim.allow(ctx, "")
 }
@@ -161,7 +161,7 @@ func (lim *Limiter) allow(ctx context.Context, id string) (allowed bool, retryAf
 // answered as admitted when Wait asks again: one Wait takes at most one permit.
 func (lim *Limiter) Wait(ctx context.Context) error {
 	if ctx == nil {
-		return lim.errorf("wait", fmt.Errorf("nil context: %w", ErrInvalidArgument))
+		return lim.errorf("wait", fmt.Errorf("nil context: %w", ErrInvalidOption))
 	}
 	id := nuid.Next()
 	delay := 10 * time.Millisecond

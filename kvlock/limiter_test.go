@@ -163,8 +163,8 @@ func TestLimiterWindowBelowExpiryCheck(t *testing.T) {
 	ctx := testenv.Context(t, 20*time.Second)
 	for _, w := range []time.Duration{100 * time.Millisecond, MinWindow - time.Millisecond} {
 		_, err := l.Limiter(ctx, "short", 5, w)
-		if !errors.Is(err, ErrInvalidArgument) {
-			t.Fatalf("window %s: %v, want ErrInvalidArgument", w, err)
+		if !errors.Is(err, ErrInvalidOption) {
+			t.Fatalf("window %s: %v, want ErrInvalidOption", w, err)
 		}
 		if msg := err.Error(); !strings.Contains(msg, "at least 250ms") || !strings.Contains(msg, "5 per 250ms") {
 			t.Errorf("window %s: error %q does not say the floor and its effect", w, msg)
@@ -226,12 +226,12 @@ func TestLimiterConfigAndErrors(t *testing.T) {
 		{"", 1, time.Second, ErrInvalidName},
 		{"a.b", 1, time.Second, ErrInvalidName},
 		{"a b", 1, time.Second, ErrInvalidName},
-		{"ok", 0, time.Second, ErrInvalidArgument},
-		{"ok", -1, time.Second, ErrInvalidArgument},
-		{"ok", 1, 0, ErrInvalidArgument},
-		{"ok", 1, -time.Second, ErrInvalidArgument},
-		{"ok", 1, 50 * time.Millisecond, ErrInvalidArgument},
-		{"ok", 1, MinWindow - 1, ErrInvalidArgument},
+		{"ok", 0, time.Second, ErrInvalidOption},
+		{"ok", -1, time.Second, ErrInvalidOption},
+		{"ok", 1, 0, ErrInvalidOption},
+		{"ok", 1, -time.Second, ErrInvalidOption},
+		{"ok", 1, 50 * time.Millisecond, ErrInvalidOption},
+		{"ok", 1, MinWindow - 1, ErrInvalidOption},
 	} {
 		if _, err := l.Limiter(ctx, tc.name, tc.n, tc.w); !errors.Is(err, tc.want) {
 			t.Errorf("Limiter(%q, %d, %s): %v, want %v", tc.name, tc.n, tc.w, err, tc.want)

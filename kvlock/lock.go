@@ -131,7 +131,7 @@ func (lk *Lock) Held() bool {
 // Release again retries the delete.
 func (lk *Lock) Release(ctx context.Context) error {
 	if ctx == nil {
-		return lk.errorf(fmt.Errorf("nil context: %w", ErrInvalidArgument))
+		return lk.errorf(fmt.Errorf("nil context: %w", ErrInvalidOption))
 	}
 	if err := ctx.Err(); err != nil {
 		return lk.errorf(err) // nothing done: the lock is still held and renewed

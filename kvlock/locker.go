@@ -37,10 +37,10 @@ type Locker struct {
 // reachable yet, New waits for it until ctx ends: clients may start before the server.
 func New(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Locker, error) {
 	if js == nil {
-		return nil, fmt.Errorf("kvlock: new: nil JetStream: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("kvlock: new: nil JetStream: %w", ErrInvalidOption)
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("kvlock: new: nil context: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("kvlock: new: nil context: %w", ErrInvalidOption)
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {

@@ -8,13 +8,20 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/workq/workq/internal/option"
 )
 
-// Defaults.
+// Defaults of the options, named Default<Option> as nats.go and net/http name theirs,
+// and the bounds beside them.
 const (
 	// DefaultBucket is the KV bucket (stream KV_WORKQ_LOCKS) that holds locks and
 	// semaphores unless the Bucket option names another.
 	DefaultBucket = "WORKQ_LOCKS"
+
+	// DefaultReplicas is the replica count of the lock bucket and limiter streams
+	// when a Locker creates them (Replicas).
+	DefaultReplicas = 1
 
 	// DefaultTTL is the lease of a lock unless the TTL option or DefaultTTL says
 	// otherwise. The lease only matters when the holder stops renewing (crash,
@@ -48,10 +55,10 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		bucket:     DefaultBucket,
-		replicas:   1,
+		replicas:   DefaultReplicas,
 		owner:      filepath.Base(os.Args[0]),
 		defaultTTL: DefaultTTL,
-		logger:     slog.New(slog.DiscardHandler),
+		logger:     slog.Default(),
 	}
 }
 
@@ -75,13 +82,13 @@ func Bucket(name string) Option {
 }
 
 // Replicas sets how many servers keep the lock bucket and limiter streams when this
-// Locker creates them (1 to 5). Default 1, which works on a single server; use 3 on
-// a cluster so that locks survive the loss of a server. An existing bucket keeps its
-// own replica count.
+// Locker creates them (1 to 5). Default DefaultReplicas (1), which works on a single
+// server; use 3 on a cluster so that locks survive the loss of a server. An existing
+// bucket keeps its own replica count.
 func Replicas(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > 5 {
-			return fmt.Errorf("replicas %d: want 1 to 5: %w", n, ErrInvalidArgument)
+			return option.Invalid("Replicas", n, "1 to 5")
 		}
 		c.replicas = n
 		return nil
@@ -102,7 +109,7 @@ func Owner(label string) Option {
 // option. Default DefaultTTL (10 s); see TTL for what the lease means.
 func WithDefaultTTL(d time.Duration) Option {
 	return func(c *config) error {
-		if err := checkTTL(d); err != nil {
+		if err := checkTTL("WithDefaultTTL", d); err != nil {
 			return err
 		}
 		c.defaultTTL = d
@@ -110,13 +117,16 @@ func WithDefaultTTL(d time.Duration) Option {
 	}
 }
 
-// Logger sets the logger for takeovers, lost locks and failed renewals. Default: a
-// logger that discards everything, because a library should not write to a
-// program's log unless asked to.
+// Logger sets the logger for takeovers (Info), lost locks (Warn) and failed
+// renewals (Debug); nothing is logged while locks come and go as they should.
+// Default: slog.Default() as New finds it, as in consumer, because a lock lost or
+// taken over from a silent holder must not go unseen, and a program routes every
+// package's logs at once with slog.SetDefault. To discard them, pass
+// slog.New(slog.DiscardHandler).
 func Logger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("nil logger: %w", ErrInvalidArgument)
+			return option.Invalid("Logger", nil, "a logger; slog.New(slog.DiscardHandler) discards")
 		}
 		c.logger = l
 		return nil
@@ -167,7 +177,7 @@ func NoRenew() AcquireOption {
 // Locker's default, DefaultTTL (10 s) unless WithDefaultTTL changed it.
 func TTL(d time.Duration) AcquireOption {
 	return func(c *acquireConfig) error {
-		if err := checkTTL(d); err != nil {
+		if err := checkTTL("TTL", d); err != nil {
 			return err
 		}
 		c.ttl = d
@@ -175,9 +185,10 @@ func TTL(d time.Duration) AcquireOption {
 	}
 }
 
-func checkTTL(d time.Duration) error {
+// checkTTL checks the lease given to the option called name.
+func checkTTL(name string, d time.Duration) error {
 	if d < MinTTL {
-		return fmt.Errorf("ttl %s: want at least %s: %w", d, MinTTL, ErrInvalidArgument)
+		return option.Invalid(name, d, "at least MinTTL ("+MinTTL.String()+")")
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ func (l *Locker) Semaphore(name string, n int) (*Semaphore, error) {
 		return nil, fmt.Errorf("kvlock: semaphore: %w", err)
 	}
 	if n < 1 || n > MaxSemaphoreSize {
-		return nil, fmt.Errorf("kvlock: semaphore %q: size %d: want 1 to %d: %w", name, n, MaxSemaphoreSize, ErrInvalidArgument)
+		return nil, fmt.Errorf("kvlock: semaphore %q: size %d: want 1 to %d: %w", name, n, MaxSemaphoreSize, ErrInvalidOption)
 	}
 	tg := &target{kind: kindSemaphore, name: name, filter: key + ".*"}
 	for i := range n {
@@ -64,7 +64,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Loc
 // Do takes a slot, runs fn as Locker.Do does, and releases the slot.
 func (s *Semaphore) Do(ctx context.Context, fn func(ctx context.Context, token uint64) error, opts ...AcquireOption) error {
 	if fn == nil {
-		return fmt.Errorf("kvlock: do semaphore %q: nil function: %w", s.tg.name, ErrInvalidArgument)
+		return fmt.Errorf("kvlock: do semaphore %q: nil function: %w", s.tg.name, ErrInvalidOption)
 	}
 	lk, err := s.Acquire(ctx, opts...)
 	if err != nil {

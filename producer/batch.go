@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/option"
 )
 
 // Result is the outcome of one job of a batch: its JobInfo, or the error that kept
@@ -40,7 +41,7 @@ type pending struct {
 // A nil ctx is an error, carried by every result, and nothing is sent.
 func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, error) {
 	if ctx == nil {
-		err := fmt.Errorf("producer: enqueue batch on queue %s: nil context", p.names.Queue)
+		err := fmt.Errorf("producer: enqueue batch on queue %s: %w", p.names.Queue, option.Nil("context"))
 		res := make([]Result, len(jobs))
 		for i := range res {
 			res[i].ID, res[i].Err = jobs[i].ID, err

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 )
 
@@ -23,10 +24,11 @@ import (
 //
 // A scrape reads each queue with three requests to the server (stream info,
 // consumer info, dead-letter stream info). The result is cached for CollectorCache
-// (default 5 s), and scrapes that arrive while a read is under way wait for it
-// rather than start their own, so frequent or concurrent scrapes never hammer the
-// server. A read is bounded by CollectorTimeout (default 3 s): a scrape of an
-// unreachable server returns within it, with workq_queue_up 0 for each queue.
+// (default DefaultCollectorCache, 5 s), and scrapes that arrive while a read is under
+// way wait for it rather than start their own, so frequent or concurrent scrapes
+// never hammer the server. A read is bounded by CollectorTimeout (default
+// DefaultCollectorTimeout, 3 s): a scrape of an unreachable server returns within it,
+// with workq_queue_up 0 for each queue.
 type QueueCollector struct {
 	js       jetstream.JetStream
 	queues   []queue.Names // nil: every workq queue on the server
@@ -49,27 +51,37 @@ type queueSample struct {
 // CollectorOption configures a QueueCollector. NewQueueCollector skips nil options.
 type CollectorOption func(*QueueCollector) error
 
+// Defaults of the collector's options.
+const (
+	// DefaultCollectorCache is how long a read of the queues' state serves scrapes
+	// (CollectorCache).
+	DefaultCollectorCache = 5 * time.Second
+	// DefaultCollectorTimeout bounds one read of the queues' state
+	// (CollectorTimeout).
+	DefaultCollectorTimeout = 3 * time.Second
+)
+
 // CollectorCache sets how long a read of the queues' state serves scrapes. Default
-// 5 s: a fraction of any usual scrape interval, so values stay fresh, while a burst
-// of scrapes (several Prometheus servers, a dashboard refreshing) reads the server
-// once. 0 reads on every scrape.
+// DefaultCollectorCache (5 s): a fraction of any usual scrape interval, so values
+// stay fresh, while a burst of scrapes (several Prometheus servers, a dashboard
+// refreshing) reads the server once. 0 reads on every scrape.
 func CollectorCache(d time.Duration) CollectorOption {
 	return func(c *QueueCollector) error {
 		if d < 0 {
-			return fmt.Errorf("producer: collector cache %s: want ≥ 0", d)
+			return option.Invalid("CollectorCache", d, "0 or more")
 		}
 		c.cacheFor = d
 		return nil
 	}
 }
 
-// CollectorTimeout bounds one read of the queues' state. Default 3 s, below
-// Prometheus's default scrape timeout (10 s): a scrape of an unreachable server
-// returns in time, reporting workq_queue_up 0.
+// CollectorTimeout bounds one read of the queues' state. Default
+// DefaultCollectorTimeout (3 s), below Prometheus's default scrape timeout (10 s): a
+// scrape of an unreachable server returns in time, reporting workq_queue_up 0.
 func CollectorTimeout(d time.Duration) CollectorOption {
 	return func(c *QueueCollector) error {
 		if d <= 0 {
-			return fmt.Errorf("producer: collector timeout %s: want > 0", d)
+			return option.Invalid("CollectorTimeout", d, "more than 0")
 		}
 		c.timeout = d
 		return nil
@@ -89,9 +101,9 @@ func CollectorTimeout(d time.Duration) CollectorOption {
 //	workq_queue_up                      gauge  1 if the last read of the queue succeeded, else 0 (and no other series)
 func NewQueueCollector(js jetstream.JetStream, queues []string, opts ...CollectorOption) (*QueueCollector, error) {
 	if js == nil {
-		return nil, errors.New("producer: queue collector: nil JetStream")
+		return nil, fmt.Errorf("producer: queue collector: %w", option.Nil("JetStream"))
 	}
-	c := &QueueCollector{js: js, cacheFor: 5 * time.Second, timeout: 3 * time.Second}
+	c := &QueueCollector{js: js, cacheFor: DefaultCollectorCache, timeout: DefaultCollectorTimeout}
 	for _, q := range queues {
 		n, err := queue.NamesFor(q)
 		if err != nil {
@@ -104,7 +116,7 @@ func NewQueueCollector(js jetstream.JetStream, queues []string, opts ...Collecto
 			continue
 		}
 		if err := o(c); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("producer: queue collector: %w", err)
 		}
 	}
 	return c, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jobid"
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/retry"
 )
@@ -42,7 +43,7 @@ func (p *Producer) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueO
 	}
 	if ctx == nil {
 		p.metrics.errors.Inc()
-		return JobInfo{ID: j.ID}, fmt.Errorf("producer: enqueue job %s on queue %s: nil context", j.ID, p.names.Queue)
+		return JobInfo{ID: j.ID}, fmt.Errorf("producer: enqueue job %s on queue %s: %w", j.ID, p.names.Queue, option.Nil("context"))
 	}
 	msg, err := p.message(&j)
 	if err != nil {
@@ -91,7 +92,7 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 		return nil, fmt.Errorf("producer: job %s: %w: kind of %d bytes, longer than %d", j.ID, ErrInvalidName, len(j.Kind), queue.MaxKindLen)
 	}
 	if j.MaxAttempts < 0 {
-		return nil, fmt.Errorf("producer: job %s: max attempts %d: want ≥ 1 (or 0 for the worker's limit)", j.ID, j.MaxAttempts)
+		return nil, fmt.Errorf("producer: job %s: %w", j.ID, option.Invalid("MaxAttempts", j.MaxAttempts, "at least 1, or 0 for the worker's limit"))
 	}
 	h := make(nats.Header, len(j.Header)+3)
 	for k, v := range j.Header {

@@ -1,13 +1,32 @@
 package producer
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
+)
+
+// Defaults of the options, named Default<Option> as nats.go and net/http name theirs.
+const (
+	// DefaultReplicas is the replica count of a queue this producer creates
+	// (Replicas).
+	DefaultReplicas = 1
+	// DefaultDuplicateWindow is how long a job id is remembered for dedup in a queue
+	// this producer creates (DuplicateWindow).
+	DefaultDuplicateWindow = queue.DefaultDuplicates
+	// DefaultRecordTTL is how long job records live after their last write in a
+	// queue this producer creates (RecordTTL).
+	DefaultRecordTTL = queue.DefaultRecordTTL
+	// DefaultMaxInFlight bounds the publishes of one EnqueueBatch awaiting their
+	// acknowledgement (MaxInFlight).
+	DefaultMaxInFlight = 4000
+	// DefaultAckTimeout is how long a batched publish waits for its acknowledgement
+	// before it is sent again (AckTimeout).
+	DefaultAckTimeout = 5 * time.Second
 )
 
 // Option configures a Producer. New skips nil options, so optional settings can be
@@ -25,12 +44,13 @@ type config struct {
 }
 
 // Replicas sets the replica count of the queue's streams and bucket when this
-// producer creates them, and is checked against them when they exist. Default: 1 on
-// creation; an existing queue is taken as it is. Use 3 on a cluster.
+// producer creates them, and is checked against them when they exist. Default:
+// DefaultReplicas (1) on creation; an existing queue is taken as it is. Use 3 on a
+// cluster.
 func Replicas(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > 5 {
-			return fmt.Errorf("producer: replicas %d: want 1 to 5", n)
+			return option.Invalid("Replicas", n, "1 to 5")
 		}
 		c.queue.Replicas = n
 		return nil
@@ -42,12 +62,13 @@ func Replicas(n int) Option {
 func MemoryStorage() Option { return func(c *config) error { c.queue.Memory = true; return nil } }
 
 // DuplicateWindow sets how long a job id is remembered for dedup when this producer
-// creates the queue. Default 2 minutes, the server's own default: long enough to cover
-// a client's retries, short enough that the server's dedup index stays small.
+// creates the queue. Default DefaultDuplicateWindow (2 minutes), the server's own
+// default: long enough to cover a client's retries, short enough that the server's
+// dedup index stays small.
 func DuplicateWindow(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second {
-			return fmt.Errorf("producer: duplicate window %s: want at least 1s", d)
+			return option.Invalid("DuplicateWindow", d, "at least 1s")
 		}
 		c.queue.Duplicates = d
 		return nil
@@ -57,13 +78,13 @@ func DuplicateWindow(d time.Duration) Option {
 // RecordTTL sets how long job records live after their last write. It applies when
 // this producer creates the queue; on an existing queue whose records live for
 // another time, New fails with ErrIncompatible rather than ignore it. Unset, the
-// producer accepts the queue's retention, and a new queue gets 24 hours: long enough
-// to look a finished job up the next day, short enough that the bucket does not grow
-// without bound.
+// producer accepts the queue's retention, and a new queue gets DefaultRecordTTL (24
+// hours): long enough to look a finished job up the next day, short enough that the
+// bucket does not grow without bound.
 func RecordTTL(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second {
-			return fmt.Errorf("producer: record TTL %s: want at least 1s", d)
+			return option.Invalid("RecordTTL", d, "at least 1s")
 		}
 		c.queue.RecordTTL = d
 		return nil
@@ -71,15 +92,15 @@ func RecordTTL(d time.Duration) Option {
 }
 
 // MaxInFlight bounds how many publishes of one EnqueueBatch await the server's
-// acknowledgement at once. Default 4000, the client's own default limit of pending
-// asynchronous publishes: the deepest pipeline one batch can use alone. When other
-// publishers share the connection and the client's limit is reached first, the batch
-// waits for its oldest acknowledgement and goes on; the client's stall error never
-// reaches the caller.
+// acknowledgement at once. Default DefaultMaxInFlight (4000), the client's own
+// default limit of pending asynchronous publishes: the deepest pipeline one batch can
+// use alone. When other publishers share the connection and the client's limit is
+// reached first, the batch waits for its oldest acknowledgement and goes on; the
+// client's stall error never reaches the caller.
 func MaxInFlight(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
-			return fmt.Errorf("producer: max in flight %d: want at least 1", n)
+			return option.Invalid("MaxInFlight", n, "at least 1")
 		}
 		c.maxInFlight = n
 		return nil
@@ -87,11 +108,13 @@ func MaxInFlight(n int) Option {
 }
 
 // AckTimeout is how long a batched publish may wait for its acknowledgement before
-// it is sent again (safe: the job id deduplicates). Default 5 seconds.
+// it is sent again (safe: the job id deduplicates). Default DefaultAckTimeout (5
+// seconds): far above a healthy round trip, short enough that a publish whose
+// acknowledgement was lost (a reconnect) is sent again soon.
 func AckTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
-			return fmt.Errorf("producer: ack timeout %s: want > 0", d)
+			return option.Invalid("AckTimeout", d, "more than 0")
 		}
 		c.ackTimeout = d
 		return nil

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/groupcommit"
 	"github.com/workq/workq/internal/naming"
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 )
@@ -18,6 +18,10 @@ import (
 var (
 	// ErrInvalidName: a queue name or job id that workq cannot use.
 	ErrInvalidName = naming.ErrInvalid
+	// ErrInvalidOption: an option given a value it does not take (the error names
+	// the option, the value and what it wants), or a nil context or JetStream. The
+	// same value as consumer.ErrInvalidOption and kvlock.ErrInvalidOption.
+	ErrInvalidOption = option.ErrInvalid
 	// ErrIncompatible: the queue exists with a configuration workq cannot use.
 	ErrIncompatible = queue.ErrIncompatible
 	// ErrPayloadTooLarge: the job's payload and headers do not fit in the server's max
@@ -55,17 +59,17 @@ type Producer struct {
 func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...Option) (*Producer, error) {
 	switch {
 	case ctx == nil:
-		return nil, fmt.Errorf("producer: queue %s: nil context", queueName)
+		return nil, fmt.Errorf("producer: queue %s: %w", queueName, option.Nil("context"))
 	case js == nil:
-		return nil, fmt.Errorf("producer: queue %s: nil JetStream", queueName)
+		return nil, fmt.Errorf("producer: queue %s: %w", queueName, option.Nil("JetStream"))
 	}
-	cfg := config{maxInFlight: 4000, ackTimeout: 5 * time.Second}
+	cfg := config{maxInFlight: DefaultMaxInFlight, ackTimeout: DefaultAckTimeout}
 	for _, o := range opts {
 		if o == nil {
 			continue
 		}
 		if err := o(&cfg); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("producer: queue %s: %w", queueName, err)
 		}
 	}
 	names, err := queue.NamesFor(queueName)

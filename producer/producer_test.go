@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/kvlock"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
 )
@@ -208,6 +209,56 @@ func TestNewReplicasOnSingleNodeFailsFast(t *testing.T) {
 		t.Fatal("Replicas(0) accepted")
 	}
 	t.Logf("Replicas(3): %v (after %s)", err, took)
+}
+
+// Every option given a value it does not take, and every nil argument, is refused
+// with an error wrapping ErrInvalidOption that names the option and the value;
+// nothing is created on the server. The sentinel is the one consumer and kvlock
+// export too.
+func TestOptionsRejectBadValues(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 20*time.Second)
+	var nilCtx context.Context // a variable, as a caller's bug would pass it
+	newErr := func(opts ...producer.Option) func() error {
+		return func() error { _, err := producer.New(ctx, js, "opts", opts...); return err }
+	}
+	collectorErr := func(opts ...producer.CollectorOption) func() error {
+		return func() error { _, err := producer.NewQueueCollector(js, nil, opts...); return err }
+	}
+	p := mustNew(t, js, "valid")
+	cases := []struct {
+		call func() error
+		want string // the option and its value, as the error names them
+	}{
+		{newErr(producer.Replicas(0)), "Replicas(0): want 1 to 5"},
+		{newErr(producer.Replicas(6)), "Replicas(6): want 1 to 5"},
+		{newErr(producer.DuplicateWindow(999 * time.Millisecond)), "DuplicateWindow(999ms): want at least 1s"},
+		{newErr(producer.RecordTTL(0)), "RecordTTL(0s): want at least 1s"},
+		{newErr(producer.MaxInFlight(0)), "MaxInFlight(0): want at least 1"},
+		{newErr(producer.AckTimeout(-time.Second)), "AckTimeout(-1s): want more than 0"},
+		{func() error { _, err := producer.New(nilCtx, js, "opts"); return err }, "nil context"},
+		{func() error { _, err := producer.New(ctx, nil, "opts"); return err }, "nil JetStream"},
+		{collectorErr(producer.CollectorCache(-time.Second)), "CollectorCache(-1s): want 0 or more"},
+		{collectorErr(producer.CollectorTimeout(0)), "CollectorTimeout(0s): want more than 0"},
+		{func() error { _, err := producer.NewQueueCollector(nil, nil); return err }, "nil JetStream"},
+		{func() error { _, err := p.Enqueue(ctx, nil, producer.MaxAttempts(-1)); return err }, "MaxAttempts(-1): want at least 1"},
+		{func() error { _, err := p.Enqueue(nilCtx, nil); return err }, "nil context"},
+		{func() error { _, err := p.EnqueueBatch(nilCtx, nil); return err }, "nil context"},
+	}
+	for _, c := range cases {
+		err := c.call()
+		if !errors.Is(err, producer.ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v; want an ErrInvalidOption saying %q", c.want, err, c.want)
+		}
+		if !errors.Is(err, consumer.ErrInvalidOption) || !errors.Is(err, kvlock.ErrInvalidOption) {
+			t.Errorf("%s: %v is not consumer's and kvlock's ErrInvalidOption too", c.want, err)
+		}
+	}
+	if _, err := js.Stream(ctx, "WORKQ_opts"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("a refused New created the queue's stream: %v", err)
+	}
 }
 
 // ---- Enqueue ----
