@@ -119,4 +119,11 @@
 // none) and registers workq_lock_acquire_wait_seconds, workq_locks_held,
 // workq_lock_contention_total, workq_locks_lost_total and
 // workq_limiter_decisions_total, with bounded labels.
+//
+// # Benchmarks
+//
+// Locks and limiters are measured beside the raw JetStream equivalent, in the same
+// process, by the harness that `workq bench --scenario lock,limiter` runs; its Go
+// benchmarks are `go test -run '^$' -bench 'Lock|Limiter' ./cmd/workq/internal/bench`.
+// BENCHMARKS.md has the figures.
 package kvlock

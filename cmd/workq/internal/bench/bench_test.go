@@ -105,6 +105,16 @@ func BenchmarkLockUncontended(b *testing.B) {
 	reportLatency(b, func(ctx context.Context) (bench.Latency, error) { return bench.LockUncontended(ctx, e, max(b.N, 50)) })
 }
 
+// The raw side is the minimal protocol (a compare-and-set publish, then a purge
+// marker), not the KV API.
+func BenchmarkLockUncontendedMinimal(b *testing.B) {
+	env := testenv.Start(b)
+	e := bench.Env{JS: env.JetStream(b)}
+	reportLatency(b, func(ctx context.Context) (bench.Latency, error) {
+		return bench.LockUncontendedMinimal(ctx, e, max(b.N, 50))
+	})
+}
+
 func BenchmarkLockHandoff(b *testing.B) {
 	env := testenv.Start(b)
 	e := bench.Env{JS: env.JetStream(b)}
@@ -160,6 +170,7 @@ func TestScenariosRun(t *testing.T) {
 		func() (bench.Latency, error) { return bench.Redelivery(ctx, e, 1, 300*time.Millisecond, false) },
 		func() (bench.Latency, error) { return bench.Redelivery(ctx, e, 1, 300*time.Millisecond, true) },
 		func() (bench.Latency, error) { return bench.LockUncontended(ctx, e, 20) },
+		func() (bench.Latency, error) { return bench.LockUncontendedMinimal(ctx, e, 20) },
 		func() (bench.Latency, error) { return bench.LockHandoff(ctx, e, 16) },
 	} {
 		l, err := run()

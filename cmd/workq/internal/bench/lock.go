@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jserr"
@@ -17,7 +18,26 @@ import (
 // side, interleaved: kvlock Acquire+Release against the raw KV equivalent, Create
 // (with a per-key TTL, as a lock needs) then Delete on the revision created.
 func LockUncontended(ctx context.Context, env Env, n int) (Latency, error) {
-	res := Latency{Scenario: "lock acquire+release", N: n}
+	return lockUncontended(ctx, env, n, "lock acquire+release", rawKVLock)
+}
+
+// LockUncontendedMinimal is LockUncontended against the least a raw client can do
+// for an acquire and a release: a publish expecting the key's last revision, with a
+// per-message TTL, then a purge marker expecting the revision written. It is what
+// kvlock sends when it re-acquires a name it released, so the ratio is kvlock's own
+// bookkeeping; the KV API (LockUncontended's raw side) costs more round trips.
+func LockUncontendedMinimal(ctx context.Context, env Env, n int) (Latency, error) {
+	return lockUncontended(ctx, env, n, "lock acquire+release vs CAS", rawMinimalLock)
+}
+
+// rawLock returns the raw side's acquire+release of the lock bucket called bucket,
+// on kv or its stream's subjects through js.
+type rawLock func(js jetstream.JetStream, kv jetstream.KeyValue, bucket string) func(ctx context.Context) error
+
+// lockUncontended runs kvlock Acquire+Release and raw's, interleaved, n times each
+// after a warm-up, on a lock bucket of its own.
+func lockUncontended(ctx context.Context, env Env, n int, scenario string, raw rawLock) (Latency, error) {
+	res := Latency{Scenario: scenario, N: n}
 	js := env.JS
 	bucket := queueName("BENCH_LOCKS")
 	l, err := kvlock.New(ctx, js, kvlock.Bucket(bucket), kvlock.Replicas(env.replicas()))
@@ -29,6 +49,7 @@ func LockUncontended(ctx context.Context, env Env, n int) (Latency, error) {
 	if err != nil {
 		return res, err
 	}
+	rawOnce := raw(js, kv, bucket)
 	const warm = 20
 	var wl, rl []time.Duration
 	for i := range n + warm {
@@ -41,12 +62,8 @@ func LockUncontended(ctx context.Context, env Env, n int) (Latency, error) {
 			return res, err
 		}
 		t1 := time.Now()
-		rev, err := kv.Create(ctx, "raw-bench", []byte("x"), jetstream.KeyTTL(10*time.Second))
-		if err != nil {
-			return res, fmt.Errorf("raw create: %w", err)
-		}
-		if err := kv.Delete(ctx, "raw-bench", jetstream.LastRevision(rev)); err != nil {
-			return res, fmt.Errorf("raw delete: %w", err)
+		if err := rawOnce(ctx); err != nil {
+			return res, fmt.Errorf("raw: %w", err)
 		}
 		t2 := time.Now()
 		if i >= warm {
@@ -55,6 +72,47 @@ func LockUncontended(ctx context.Context, env Env, n int) (Latency, error) {
 	}
 	res.Workq, res.Raw = percentiles(wl), percentiles(rl)
 	return res, nil
+}
+
+// rawKVLock is an acquire+release on the KV API: Create (which, over the delete
+// marker the last release left, fails, reads the key and updates it), then Delete on
+// the revision created.
+func rawKVLock(_ jetstream.JetStream, kv jetstream.KeyValue, _ string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		rev, err := kv.Create(ctx, "raw-bench", []byte("x"), jetstream.KeyTTL(10*time.Second))
+		if err != nil {
+			return fmt.Errorf("create: %w", err)
+		}
+		if err := kv.Delete(ctx, "raw-bench", jetstream.LastRevision(rev)); err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+		return nil
+	}
+}
+
+// rawMinimalLock is an acquire+release in two publishes on the bucket's subject: the
+// value, expecting the revision of the last release (none at first) and with a TTL,
+// then a purge marker expecting the value's revision (kept one minute, as kvlock
+// keeps its markers). The marker's revision is expected by the next acquire.
+func rawMinimalLock(js jetstream.JetStream, _ jetstream.KeyValue, bucket string) func(ctx context.Context) error {
+	subj := "$KV." + bucket + ".raw-min"
+	var last uint64
+	return func(ctx context.Context) error {
+		m := &nats.Msg{Subject: subj, Data: []byte("x"), Header: nats.Header{}}
+		pa, err := js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(last), jetstream.WithMsgTTL(10*time.Second))
+		if err != nil {
+			return fmt.Errorf("acquire: %w", err)
+		}
+		d := nats.NewMsg(subj)
+		d.Header.Set("KV-Operation", "PURGE")
+		d.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+		pa, err = js.PublishMsg(ctx, d, jetstream.WithExpectLastSequencePerSubject(pa.Sequence), jetstream.WithMsgTTL(time.Minute))
+		if err != nil {
+			return fmt.Errorf("release: %w", err)
+		}
+		last = pa.Sequence
+		return nil
+	}
 }
 
 // LockHandoff measures contended handoff: 4 holders, each on its own connection,
