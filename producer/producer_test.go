@@ -211,56 +211,6 @@ func TestNewReplicasOnSingleNodeFailsFast(t *testing.T) {
 	t.Logf("Replicas(3): %v (after %s)", err, took)
 }
 
-// Every option given a value it does not take, and every nil argument, is refused
-// with an error wrapping ErrInvalidOption that names the option and the value;
-// nothing is created on the server. The sentinel is the one consumer and kvlock
-// export too.
-func TestOptionsRejectBadValues(t *testing.T) {
-	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
-	js := env.JetStream(t)
-	ctx := testenv.Context(t, 20*time.Second)
-	var nilCtx context.Context // a variable, as a caller's bug would pass it
-	newErr := func(opts ...producer.Option) func() error {
-		return func() error { _, err := producer.New(ctx, js, "opts", opts...); return err }
-	}
-	collectorErr := func(opts ...producer.CollectorOption) func() error {
-		return func() error { _, err := producer.NewQueueCollector(js, nil, opts...); return err }
-	}
-	p := mustNew(t, js, "valid")
-	cases := []struct {
-		call func() error
-		want string // the option and its value, as the error names them
-	}{
-		{newErr(producer.Replicas(0)), "Replicas(0): want 1 to 5"},
-		{newErr(producer.Replicas(6)), "Replicas(6): want 1 to 5"},
-		{newErr(producer.DuplicateWindow(999 * time.Millisecond)), "DuplicateWindow(999ms): want at least 1s"},
-		{newErr(producer.RecordTTL(0)), "RecordTTL(0s): want at least 1s"},
-		{newErr(producer.MaxInFlight(0)), "MaxInFlight(0): want at least 1"},
-		{newErr(producer.AckTimeout(-time.Second)), "AckTimeout(-1s): want more than 0"},
-		{func() error { _, err := producer.New(nilCtx, js, "opts"); return err }, "nil context"},
-		{func() error { _, err := producer.New(ctx, nil, "opts"); return err }, "nil JetStream"},
-		{collectorErr(producer.CollectorCache(-time.Second)), "CollectorCache(-1s): want 0 or more"},
-		{collectorErr(producer.CollectorTimeout(0)), "CollectorTimeout(0s): want more than 0"},
-		{func() error { _, err := producer.NewQueueCollector(nil, nil); return err }, "nil JetStream"},
-		{func() error { _, err := p.Enqueue(ctx, nil, producer.MaxAttempts(-1)); return err }, "MaxAttempts(-1): want at least 1"},
-		{func() error { _, err := p.Enqueue(nilCtx, nil); return err }, "nil context"},
-		{func() error { _, err := p.EnqueueBatch(nilCtx, nil); return err }, "nil context"},
-	}
-	for _, c := range cases {
-		err := c.call()
-		if !errors.Is(err, producer.ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: got %v; want an ErrInvalidOption saying %q", c.want, err, c.want)
-		}
-		if !errors.Is(err, consumer.ErrInvalidOption) || !errors.Is(err, kvlock.ErrInvalidOption) {
-			t.Errorf("%s: %v is not consumer's and kvlock's ErrInvalidOption too", c.want, err)
-		}
-	}
-	if _, err := js.Stream(ctx, "WORKQ_opts"); !errors.Is(err, jetstream.ErrStreamNotFound) {
-		t.Errorf("a refused New created the queue's stream: %v", err)
-	}
-}
-
 // ---- Enqueue ----
 
 func TestEnqueueExplicitIDAndDuplicate(t *testing.T) {
@@ -484,28 +434,11 @@ func TestEnqueueBatchLarge(t *testing.T) {
 	}
 	jobs[10].ID = "" // generated
 	// Sample the client's async pending count while the batch runs: the window must hold.
-	var maxPending atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if v := int64(js.PublishAsyncPending()); v > maxPending.Load() {
-				maxPending.Store(v)
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}()
+	maxPending := sampleMaxPending(js, 100*time.Microsecond)
 	start := time.Now()
 	res, err := p.EnqueueBatch(testenv.Context(t, 30*time.Second), jobs)
 	took := time.Since(start)
-	close(stop)
-	<-sampled
+	seen := maxPending()
 	if err != nil {
 		t.Fatalf("EnqueueBatch: %v", err)
 	}
@@ -528,10 +461,38 @@ func TestEnqueueBatchLarge(t *testing.T) {
 	if got := streamMsgs(t, js, "WORKQ_batch"); got != n {
 		t.Fatalf("stream holds %d, want %d", got, n)
 	}
-	if m := maxPending.Load(); m > 64 {
-		t.Fatalf("saw %d publishes awaiting acks with MaxInFlight(64)", m)
+	if seen > 64 {
+		t.Fatalf("saw %d publishes awaiting acks with MaxInFlight(64)", seen)
 	}
-	t.Logf("%d jobs in %s; max pending seen %d", n, took, maxPending.Load())
+	t.Logf("%d jobs in %s; max pending seen %d", n, took, seen)
+}
+
+// sampleMaxPending samples js's count of asynchronous publishes awaiting their
+// acknowledgement every interval, until the function it returns is called; that
+// function stops the sampling and returns the highest count seen.
+func sampleMaxPending(js jetstream.JetStream, every time.Duration) func() int64 {
+	var highest atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if v := int64(js.PublishAsyncPending()); v > highest.Load() {
+				highest.Store(v)
+			}
+			time.Sleep(every)
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-sampled
+		return highest.Load()
+	}
 }
 
 func TestEnqueueBatchMixedValidity(t *testing.T) {
@@ -642,23 +603,7 @@ func concurrentBatches(t *testing.T, js jetstream.JetStream, q string, batches, 
 	t.Helper()
 	p := mustNew(t, js, q, opts...)
 	ctx := testenv.Context(t, 60*time.Second)
-	var maxPending atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if v := int64(js.PublishAsyncPending()); v > maxPending.Load() {
-				maxPending.Store(v)
-			}
-			time.Sleep(200 * time.Microsecond)
-		}
-	}()
+	maxPending := sampleMaxPending(js, 200*time.Microsecond)
 	var wg sync.WaitGroup
 	errs := make([]error, batches)
 	results := make([][]producer.Result, batches)
@@ -674,8 +619,7 @@ func concurrentBatches(t *testing.T, js jetstream.JetStream, q string, batches, 
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	<-sampled
+	seen := maxPending()
 	for b := range batches {
 		if errs[b] != nil {
 			for i, r := range results[b] {
@@ -695,7 +639,7 @@ func concurrentBatches(t *testing.T, js jetstream.JetStream, q string, batches, 
 	if n := streamMsgs(t, js, "WORKQ_"+q); n != uint64(batches*perBatch) {
 		t.Fatalf("stream holds %d, want %d", n, batches*perBatch)
 	}
-	t.Logf("max async pending seen: %d", maxPending.Load())
+	t.Logf("max async pending seen: %d", seen)
 }
 
 func TestEnqueueBatchConcurrentOverClientLimit(t *testing.T) {
@@ -798,8 +742,10 @@ func TestNewWaitsForUnreachableServer(t *testing.T) {
 
 // ---- bad input never panics ----
 
-// Every entry point given nil input returns a clear error or does the documented
-// thing (nil options are skipped) — and never panics.
+// Every entry point given nil or out-of-range input returns an error wrapping
+// ErrInvalidOption (the one value consumer and kvlock export too) that says which
+// option or argument and what value, or does the documented thing (nil options are
+// skipped) — and never panics. A refused New creates nothing.
 func TestBadInputNeverPanics(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
@@ -808,6 +754,12 @@ func TestBadInputNeverPanics(t *testing.T) {
 	var nilCtx context.Context // a variable, as a caller's bug would pass it
 	const q = "nopanic"
 	p := mustNew(t, js, q)
+	newErr := func(opts ...producer.Option) func() error {
+		return func() error { _, err := producer.New(ctx, js, "refused", opts...); return err }
+	}
+	collectorErr := func(opts ...producer.CollectorOption) func() error {
+		return func() error { _, err := producer.NewQueueCollector(js, nil, opts...); return err }
+	}
 	cases := []struct {
 		name string
 		want string // "" for success, else a part of the error
@@ -819,6 +771,12 @@ func TestBadInputNeverPanics(t *testing.T) {
 			_, err := producer.New(ctx, js, q, nil, producer.MaxInFlight(10), nil)
 			return err
 		}},
+		{"Replicas(0)", "Replicas(0): want 1 to 5", newErr(producer.Replicas(0))},
+		{"Replicas(6)", "Replicas(6): want 1 to 5", newErr(producer.Replicas(6))},
+		{"DuplicateWindow(999ms)", "DuplicateWindow(999ms): want at least 1s", newErr(producer.DuplicateWindow(999 * time.Millisecond))},
+		{"RecordTTL(0)", "RecordTTL(0s): want at least 1s", newErr(producer.RecordTTL(0))},
+		{"MaxInFlight(0)", "MaxInFlight(0): want at least 1", newErr(producer.MaxInFlight(0))},
+		{"AckTimeout(-1s)", "AckTimeout(-1s): want more than 0", newErr(producer.AckTimeout(-time.Second))},
 		{"Enqueue(nil EnqueueOption) is skipped", "", func() error {
 			info, err := p.Enqueue(ctx, []byte("x"), nil, producer.ID("opt-1"), nil)
 			if err == nil && info.ID != "opt-1" {
@@ -827,6 +785,10 @@ func TestBadInputNeverPanics(t *testing.T) {
 			return err
 		}},
 		{"Enqueue(nil ctx)", "nil context", func() error { _, err := p.Enqueue(nilCtx, []byte("x"), producer.ID("nil-1")); return err }},
+		{"Enqueue(MaxAttempts(-1))", "MaxAttempts(-1): want at least 1", func() error {
+			_, err := p.Enqueue(ctx, []byte("x"), producer.ID("neg-1"), producer.MaxAttempts(-1))
+			return err
+		}},
 		{"EnqueueBatch(nil ctx)", "nil context", func() error {
 			res, err := p.EnqueueBatch(nilCtx, []producer.Job{{ID: "nb-1"}, {ID: "nb-2"}})
 			if len(res) != 2 || res[0].ID != "nb-1" || res[1].Err == nil {
@@ -835,10 +797,10 @@ func TestBadInputNeverPanics(t *testing.T) {
 			return err
 		}},
 		{"Status(nil ctx)", "nil context", func() error { _, err := p.Status(nilCtx, "opt-1"); return err }},
-		{"NewQueueCollector(nil CollectorOption) is skipped", "", func() error {
-			_, err := producer.NewQueueCollector(js, []string{q}, nil, producer.CollectorCache(0), nil)
-			return err
-		}},
+		{"NewQueueCollector(nil JetStream)", "nil JetStream", func() error { _, err := producer.NewQueueCollector(nil, nil); return err }},
+		{"NewQueueCollector(nil CollectorOption) is skipped", "", collectorErr(nil, producer.CollectorCache(0), nil)},
+		{"CollectorCache(-1s)", "CollectorCache(-1s): want 0 or more", collectorErr(producer.CollectorCache(-time.Second))},
+		{"CollectorTimeout(0)", "CollectorTimeout(0s): want more than 0", collectorErr(producer.CollectorTimeout(0))},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -856,11 +818,17 @@ func TestBadInputNeverPanics(t *testing.T) {
 				t.Fatalf("error %v, want none", err)
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Fatalf("error %v, want one saying %q", err, c.want)
+			case c.want != "" && (!errors.Is(err, producer.ErrInvalidOption) ||
+				!errors.Is(err, consumer.ErrInvalidOption) || !errors.Is(err, kvlock.ErrInvalidOption)):
+				t.Fatalf("error %v does not wrap ErrInvalidOption", err)
 			}
 		})
 	}
-	// Only the valid enqueue was stored.
+	// Only the valid enqueue was stored, and the refused New created nothing.
 	if n := streamMsgs(t, js, "WORKQ_"+q); n != 1 {
 		t.Fatalf("stream holds %d messages, want 1", n)
+	}
+	if _, err := js.Stream(ctx, "WORKQ_refused"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("a refused New created the queue's stream: %v", err)
 	}
 }

@@ -34,7 +34,7 @@ const (
 // after the queue's record TTL, 24 hours by default).
 func (p *Producer) Status(ctx context.Context, id string) (*Record, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("producer: status of job %s on queue %s: nil context", id, p.names.Queue)
+		return nil, fmt.Errorf("producer: status of job %s on queue %s: nil context: %w", id, p.names.Queue, ErrInvalidOption)
 	}
 	if err := queue.CheckID(id); err != nil {
 		return nil, fmt.Errorf("producer: status on queue %s: %w", p.names.Queue, err)
