@@ -3,12 +3,9 @@ package kvlock
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/workq/workq/testenv"
 )
 
@@ -78,29 +75,16 @@ func TestLockSurvivesServerRestart(t *testing.T) {
 	}
 }
 
-// A locker created while the server is down waits for it, within its context.
+// A locker created while the server is down waits for it, within its context, as a
+// producer and a worker do.
 func TestNewWaitsForServer(t *testing.T) {
 	t.Parallel()
-	port, err := testenv.FreePort("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "nats://127.0.0.1:" + strconv.Itoa(port)
-	nc, err := nats.Connect(url, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
-		nats.ReconnectWait(20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	ctx := testenv.Context(t, 30*time.Second)
-	l := testenv.WaitsForServer(t, func() { testenv.Start(t, testenv.Port(port), testenv.MemoryStore()) },
+	env := testenv.Start(t, testenv.MemoryStore())
+	env.Stop()
+	js := env.JetStream(t) // connects once the server is back
+	l := testenv.WaitsForServer(t, func() { env.Restart(t) },
 		func(ctx context.Context) (*Locker, error) { return New(ctx, js) })
-	lk, err := l.Acquire(ctx, "late")
+	lk, err := l.Acquire(testenv.Context(t, 30*time.Second), "late")
 	if err != nil {
 		t.Fatal(err)
 	}
