@@ -75,16 +75,14 @@ func (l *Locker) List(ctx context.Context) ([]Entry, error) {
 
 // Inspect returns the holder of the lock called name, or nil if it is free.
 func (l *Locker) Inspect(ctx context.Context, name string) (*Holder, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("kvlock: inspect lock %q: nil context: %w", name, ErrInvalidOption)
+	}
 	key, err := lockKey(kindLock, name)
 	if err != nil {
 		return nil, fmt.Errorf("kvlock: inspect lock: %w", err)
 	}
-	var st slotState
-	err = retry.Do(ctx, func(ctx context.Context) error {
-		var err error
-		st, err = l.read(ctx, key)
-		return err
-	})
+	st, err := l.readRetrying(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("kvlock: inspect lock %q: %w", name, err)
 	}
@@ -104,17 +102,15 @@ func (l *Locker) Inspect(ctx context.Context, name string) (*Holder, error) {
 // or an error wrapping ErrNotHeld if the lock was free or held at another revision.
 // A live holder whose lock is force-released learns it on its next renewal (Lost).
 func (l *Locker) ForceRelease(ctx context.Context, name string, revision uint64) (Holder, error) {
+	errorf := func(err error) error { return fmt.Errorf("kvlock: force-release lock %q: %w", name, err) }
+	if ctx == nil {
+		return Holder{}, errorf(fmt.Errorf("nil context: %w", ErrInvalidOption))
+	}
 	key, err := lockKey(kindLock, name)
 	if err != nil {
 		return Holder{}, fmt.Errorf("kvlock: force-release lock: %w", err)
 	}
-	errorf := func(err error) error { return fmt.Errorf("kvlock: force-release lock %q: %w", name, err) }
-	var st slotState
-	err = retry.Do(ctx, func(ctx context.Context) error {
-		var err error
-		st, err = l.read(ctx, key)
-		return err
-	})
+	st, err := l.readRetrying(ctx, key)
 	if err != nil {
 		return Holder{}, errorf(err)
 	}
@@ -137,6 +133,18 @@ func (l *Locker) ForceRelease(ctx context.Context, name string, revision uint64)
 	}
 	l.freeRevs.drop(key)
 	return h, nil
+}
+
+// readRetrying reads key, riding out a brief unavailability of the server (a
+// leader election, a reconnect) until ctx ends.
+func (l *Locker) readRetrying(ctx context.Context, key string) (slotState, error) {
+	var st slotState
+	err := retry.Do(ctx, func(ctx context.Context) error {
+		var err error
+		st, err = l.read(ctx, key)
+		return err
+	})
+	return st, err
 }
 
 // decodeKey maps a bucket key back to the name, kind and slot it was made from.
@@ -168,6 +176,12 @@ func decodeKey(key string) (name, kind string, slot int, ok bool) {
 // BucketExists reports whether the lock bucket called bucket exists, without
 // creating it (New creates it), so read-only tools can say "no locks" instead.
 func BucketExists(ctx context.Context, js jetstream.JetStream, bucket string) (bool, error) {
+	switch {
+	case ctx == nil:
+		return false, fmt.Errorf("kvlock: bucket %q exists: nil context: %w", bucket, ErrInvalidOption)
+	case js == nil:
+		return false, fmt.Errorf("kvlock: bucket %q exists: nil JetStream: %w", bucket, ErrInvalidOption)
+	}
 	var found bool
 	err := retry.Do(ctx, func(ctx context.Context) error {
 		_, err := js.KeyValue(ctx, bucket)

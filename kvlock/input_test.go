@@ -82,9 +82,21 @@ func TestBadInput(t *testing.T) {
 	if err := l.Do(ctx, "x", nil); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("Do(nil fn): %v", err)
 	}
-	//lint:ignore SA1012 nil context is the bad input under test
-	if _, err := l.Acquire(nil, "x"); !errors.Is(err, ErrInvalidOption) { //nolint:staticcheck
-		t.Errorf("Acquire(nil ctx): %v", err)
+	// A nil context is refused by every call that takes one, without a panic.
+	var nilCtx context.Context // a variable, as a caller's bug would pass it
+	for what, call := range map[string]func() error{
+		"Acquire":      func() error { _, err := l.Acquire(nilCtx, "x"); return err },
+		"Inspect":      func() error { _, err := l.Inspect(nilCtx, "x"); return err },
+		"ForceRelease": func() error { _, err := l.ForceRelease(nilCtx, "x", 0); return err },
+		"List":         func() error { _, err := l.List(nilCtx); return err },
+		"BucketExists": func() error { _, err := BucketExists(nilCtx, js, DefaultBucket); return err },
+	} {
+		if err := call(); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "nil context") {
+			t.Errorf("%s(nil ctx): %v, want an ErrInvalidOption saying nil context", what, err)
+		}
+	}
+	if _, err := BucketExists(ctx, nil, DefaultBucket); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("BucketExists(nil js): %v, want ErrInvalidOption", err)
 	}
 
 	cancelled, cancel := context.WithCancel(ctx)
