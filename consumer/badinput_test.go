@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/internal/badinput"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
 )
@@ -337,9 +338,10 @@ func TestBadInputNewWaitsForUnreachableServer(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "job done", func() bool { return status(t, p, "x").State == producer.StateDone })
 }
 
-// Every entry point given nil or out-of-range input returns a clear error, or does
-// the documented thing (nil options and middleware are skipped; the zero Mux works;
-// Exponential never returns a negative delay) — and never panics.
+// Every entry point given nil or out-of-range input returns a clear error (wrapping
+// ErrInvalidOption for arguments and options), or does the documented thing (nil
+// options and middleware are skipped; the zero Mux works; Exponential never returns
+// a negative delay) — and never panics.
 func TestBadInputNeverPanics(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t, testenv.MemoryStore())
@@ -363,11 +365,8 @@ func TestBadInputNeverPanics(t *testing.T) {
 		}
 	}
 	fails := consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return errors.New("x") })
-	cases := []struct {
-		name string
-		want string // "" for success, else a part of the error
-		call func() error
-	}{
+	// Nil or out-of-range arguments and options: refused with ErrInvalidOption.
+	badinput.Run(t, consumer.ErrInvalidOption, []badinput.Case{
 		{"New(nil ctx)", "nil context", func() error { return newErr(nilCtx, js, qaNop) }},
 		{"New(nil JetStream)", "nil JetStream", func() error { return newErr(ctx, nil, qaNop) }},
 		{"New(nil Handler)", "nil handler", func() error { return newErr(ctx, js, nil) }},
@@ -380,6 +379,11 @@ func TestBadInputNeverPanics(t *testing.T) {
 			return newErr(ctx, js, qaNop, consumer.Heartbeat(10*time.Millisecond))
 		}},
 		{"Run(nil ctx)", "nil context", func() error { return w.Run(nilCtx) }},
+		{"Backoff(nil)", "Backoff(nil): want a function", func() error { return newErr(ctx, js, qaNop, consumer.Backoff(nil)) }},
+		{"Exponential with bad bounds", "", func() error { return checkExponential() }},
+	})
+	// Nil handlers and middleware, and zero Muxes: skipped, or the documented error.
+	badinput.Run(t, nil, []badinput.Case{
 		{"Chain skips nil middleware", "a(b(x))", func() error {
 			return consumer.Chain(fails, nil, tag("a"), nil, tag("b"), nil).Handle(ctx, &consumer.Job{})
 		}},
@@ -405,28 +409,7 @@ func TestBadInputNeverPanics(t *testing.T) {
 			m.Default(consumer.HandlerFunc(nil))
 			return m.Handle(ctx, &consumer.Job{})
 		}},
-		{"Backoff(nil)", "Backoff(nil): want a function", func() error { return newErr(ctx, js, qaNop, consumer.Backoff(nil)) }},
-		{"Exponential with bad bounds", "", func() error { return checkExponential() }},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var err error
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						t.Fatalf("panicked: %v", r)
-					}
-				}()
-				err = c.call()
-			}()
-			switch {
-			case c.want == "" && err != nil:
-				t.Fatalf("error %v, want none", err)
-			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-				t.Fatalf("error %v, want one saying %q", err, c.want)
-			}
-		})
-	}
+	})
 }
 
 // checkExponential calls Exponential with bases and limits out of order, zero or

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/internal/badinput"
 	"github.com/workq/workq/kvlock"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
@@ -760,11 +761,7 @@ func TestBadInputNeverPanics(t *testing.T) {
 	collectorErr := func(opts ...producer.CollectorOption) func() error {
 		return func() error { _, err := producer.NewQueueCollector(js, nil, opts...); return err }
 	}
-	cases := []struct {
-		name string
-		want string // "" for success, else a part of the error
-		call func() error
-	}{
+	cases := []badinput.Case{
 		{"New(nil ctx)", "nil context", func() error { _, err := producer.New(nilCtx, js, q); return err }},
 		{"New(nil JetStream)", "nil JetStream", func() error { _, err := producer.New(ctx, nil, q); return err }},
 		{"New(nil Option) is skipped", "", func() error {
@@ -802,27 +799,9 @@ func TestBadInputNeverPanics(t *testing.T) {
 		{"CollectorCache(-1s)", "CollectorCache(-1s): want 0 or more", collectorErr(producer.CollectorCache(-time.Second))},
 		{"CollectorTimeout(0)", "CollectorTimeout(0s): want more than 0", collectorErr(producer.CollectorTimeout(0))},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var err error
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						t.Fatalf("panicked: %v", r)
-					}
-				}()
-				err = c.call()
-			}()
-			switch {
-			case c.want == "" && err != nil:
-				t.Fatalf("error %v, want none", err)
-			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-				t.Fatalf("error %v, want one saying %q", err, c.want)
-			case c.want != "" && (!errors.Is(err, producer.ErrInvalidOption) ||
-				!errors.Is(err, consumer.ErrInvalidOption) || !errors.Is(err, kvlock.ErrInvalidOption)):
-				t.Fatalf("error %v does not wrap ErrInvalidOption", err)
-			}
-		})
+	badinput.Run(t, producer.ErrInvalidOption, cases)
+	if !errors.Is(producer.ErrInvalidOption, consumer.ErrInvalidOption) || !errors.Is(producer.ErrInvalidOption, kvlock.ErrInvalidOption) {
+		t.Error("producer's, consumer's and kvlock's ErrInvalidOption are not one value")
 	}
 	// Only the valid enqueue was stored, and the refused New created nothing.
 	if n := streamMsgs(t, js, "WORKQ_"+q); n != 1 {
