@@ -159,7 +159,14 @@ func TestBadInputUnknownKindGoesToDeadLetters(t *testing.T) {
 		t.Errorf("%d dead letters, want 1", n)
 	}
 	testenv.Eventually(t, 5*time.Second, "jobs stream empty (dead job terminated)", func() bool { return qaStreamMsgs(t, js, "WORKQ_kinds") == 0 })
-	// The worker counts an outcome just after writing it to the record.
+	wantOneDeadOneCommitted(t, w)
+}
+
+// wantOneDeadOneCommitted waits until w has counted one dead letter and one commit
+// (a worker counts an outcome just after writing it to the record) and checks that
+// it retried nothing.
+func wantOneDeadOneCommitted(t *testing.T, w *consumer.Worker) {
+	t.Helper()
 	testenv.Eventually(t, 5*time.Second, "the outcomes counted", func() bool { s := w.Stats(); return s.Dead == 1 && s.Committed == 1 })
 	if s := w.Stats(); s.Dead != 1 || s.Committed != 1 || s.Retried != 0 {
 		t.Errorf("stats %+v", s)
@@ -208,11 +215,7 @@ func TestBadInputMalformedJSONGoesToDeadLetters(t *testing.T) {
 	if e := m.Header.Get("Workq-Error"); !strings.Contains(e, "malformed") {
 		t.Errorf("Workq-Error = %q", e)
 	}
-	// The worker counts an outcome just after writing it to the record.
-	testenv.Eventually(t, 5*time.Second, "the outcomes counted", func() bool { s := w.Stats(); return s.Dead == 1 && s.Committed == 1 })
-	if s := w.Stats(); s.Dead != 1 || s.Committed != 1 || s.Retried != 0 {
-		t.Errorf("stats %+v", s)
-	}
+	wantOneDeadOneCommitted(t, w)
 }
 
 func TestBadInputPlainPublishIsAJob(t *testing.T) {
