@@ -125,8 +125,8 @@ func WithDefaultTTL(d time.Duration) Option {
 // slog.New(slog.DiscardHandler).
 func Logger(l *slog.Logger) Option {
 	return func(c *config) error {
-		if l == nil {
-			return option.Invalid("Logger", nil, "a logger; slog.New(slog.DiscardHandler) discards")
+		if err := option.CheckLogger(l); err != nil {
+			return err
 		}
 		c.logger = l
 		return nil

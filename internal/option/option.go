@@ -6,6 +6,7 @@ package option
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 )
 
 // ErrInvalid is the cause of every rejected option (Replicas(9), AckWait(1ms), a
@@ -35,4 +36,13 @@ func Invalid(option string, value any, want string) error {
 // Nil is the error for a nil argument: "nil context: invalid option or argument".
 func Nil(what string) error {
 	return fmt.Errorf("nil %s: %w", what, ErrInvalid)
+}
+
+// CheckLogger refuses a nil logger given to a Logger option, saying how to discard
+// logs instead.
+func CheckLogger(l *slog.Logger) error {
+	if l == nil {
+		return Invalid("Logger", nil, "a logger; slog.New(slog.DiscardHandler) discards")
+	}
+	return nil
 }
