@@ -12,9 +12,6 @@ import (
 
 // Defaults of the options, named Default<Option> as nats.go and net/http name theirs.
 const (
-	// DefaultReplicas is the replica count of a queue this producer creates
-	// (Replicas).
-	DefaultReplicas = 1
 	// DefaultDuplicateWindow is how long a job id is remembered for dedup in a queue
 	// this producer creates (DuplicateWindow).
 	DefaultDuplicateWindow = queue.DefaultDuplicates
@@ -30,7 +27,9 @@ const (
 )
 
 // Option configures a Producer. New skips nil options, so optional settings can be
-// passed as a variable that may be nil.
+// passed as a variable that may be nil. There is no Logger option: a producer logs
+// nothing, because every failure it meets is returned to its caller (a worker and a
+// Locker, which meet failures in the background, log to slog.Default()).
 type Option func(*config) error
 
 type config struct {
@@ -44,9 +43,9 @@ type config struct {
 }
 
 // Replicas sets the replica count of the queue's streams and bucket when this
-// producer creates them, and is checked against them when they exist. Default:
-// DefaultReplicas (1) on creation; an existing queue is taken as it is. Use 3 on a
-// cluster.
+// producer creates them, and is checked against them when they exist. Default: 1 on
+// creation, which works on a single server; an existing queue is taken as it is.
+// Use 3 on a cluster.
 func Replicas(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > 5 {
