@@ -23,7 +23,7 @@ const (
 	// when a Locker creates them (Replicas).
 	DefaultReplicas = 1
 
-	// DefaultTTL is the lease of a lock unless the TTL option or DefaultTTL says
+	// DefaultTTL is the lease of a lock unless the TTL option or WithDefaultTTL says
 	// otherwise. The lease only matters when the holder stops renewing (crash,
 	// pause, partition): a live holder renews it forever. 10 s keeps renewals rare
 	// (every ~3.3 s) while a crashed holder blocks others for at most ~10 s.
