@@ -40,7 +40,9 @@ func TestBenchScenarios(t *testing.T) {
 		t.Errorf("server %q, replicas %d; want %q, 1", rep.Server, rep.Replicas, want)
 	}
 	seen := map[string]bool{}
+	scenarios := map[string]bool{}
 	for _, r := range rep.Results {
+		scenarios[r.Scenario] = true
 		if r.Workq <= 0 {
 			t.Errorf("%s %s: no figure: %v", r.Scenario, r.Metric, r.Workq)
 		}
@@ -61,6 +63,13 @@ func TestBenchScenarios(t *testing.T) {
 	for _, s := range []string{"enqueue", "process", "end-to-end", "redelivery", "lock", "limiter", "backlog", "rss"} {
 		if !seen[s] {
 			t.Errorf("no result for %s in %s", s, out)
+		}
+	}
+
+	// The lock scenario compares kvlock with both raw forms: the KV API and a bare CAS.
+	for _, s := range []string{"lock acquire+release", "lock acquire+release vs CAS", "lock handoff (4 contenders)"} {
+		if !scenarios[s] {
+			t.Errorf("no result for scenario %q in %s", s, out)
 		}
 	}
 

@@ -76,6 +76,9 @@ func (a *app) benchSteps(f benchFlags, env bench.Env) []benchStep {
 			steps = append(steps, benchStep{sc + " uncontended", func(ctx context.Context, _ *status) ([]benchRow, error) {
 				l, err := bench.LockUncontended(ctx, env, f.samples)
 				return latencyRows(l, nil), err
+			}}, benchStep{sc + " uncontended vs CAS", func(ctx context.Context, _ *status) ([]benchRow, error) {
+				l, err := bench.LockUncontendedMinimal(ctx, env, f.samples)
+				return latencyRows(l, nil), err
 			}}, benchStep{sc + " handoff", func(ctx context.Context, _ *status) ([]benchRow, error) {
 				l, err := bench.LockHandoff(ctx, env, f.samples)
 				return latencyRows(l, func(r benchRow) bool { return r.Workq <= 5 }), err
