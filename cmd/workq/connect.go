@@ -12,11 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
-
-	"github.com/workq/workq/consumer"
-	"github.com/workq/workq/internal/admin"
-	"github.com/workq/workq/kvlock"
-	"github.com/workq/workq/producer"
 )
 
 // defaultServer is where workq connects without --server or NATS_URL.
@@ -230,30 +225,4 @@ func interrupted(what string, wait time.Duration) error {
 // opCtx bounds a one-shot command's work on the server.
 func (a *app) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, opTimeout+a.conn.wait)
-}
-
-// explain turns library errors into messages a user can act on.
-func explain(err error) error {
-	switch {
-	case errors.Is(err, admin.ErrNoQueue):
-		return err
-	case errors.Is(err, consumer.ErrIncompatible):
-		return fmt.Errorf("incompatible worker settings: %v", strip(err))
-	case errors.Is(err, producer.ErrInvalidName), errors.Is(err, kvlock.ErrInvalidName):
-		return strip(err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("timed out waiting for the server: %v", strip(err))
-	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining):
-		return fmt.Errorf("connection to the server closed: %v", strip(err))
-	}
-	return strip(err)
-}
-
-// strip removes package prefixes from library messages ("producer: ", "kvlock: ").
-func strip(err error) error {
-	s := err.Error()
-	for _, p := range []string{"producer: ", "consumer: ", "kvlock: "} {
-		s = strings.ReplaceAll(s, p, "")
-	}
-	return errors.New(s)
 }
