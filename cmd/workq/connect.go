@@ -226,3 +226,15 @@ func interrupted(what string, wait time.Duration) error {
 func (a *app) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, opTimeout+a.conn.wait)
 }
+
+// withConn connects, runs fn with a bounded context and closes the connection.
+func (a *app) withConn(ctx context.Context, what string, fn func(ctx context.Context, c *conn) error) error {
+	c, err := a.connect(ctx, what, false)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	octx, cancel := a.opCtx(ctx)
+	defer cancel()
+	return fn(octx, c)
+}

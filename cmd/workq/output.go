@@ -102,3 +102,19 @@ func oneLine(s string) string {
 	}
 	return s
 }
+
+// field is one row of a record shown as a FIELD/VALUE table.
+type field struct {
+	name  string
+	value any
+}
+
+// writeFields prints a record for people, a row per field with its value as a
+// table cell (--json is for scripts).
+func writeFields(w io.Writer, fields []field) error {
+	t := newTable(w, "FIELD", "VALUE")
+	for _, f := range fields {
+		t.row(f.name, f.value)
+	}
+	return t.flush()
+}

@@ -213,18 +213,6 @@ func ackWait(q admin.QueueInfo) string {
 	return q.AckWait.String()
 }
 
-// withConn connects, runs fn with a bounded context and closes the connection.
-func (a *app) withConn(ctx context.Context, what string, fn func(ctx context.Context, c *conn) error) error {
-	c, err := a.connect(ctx, what, false)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	octx, cancel := a.opCtx(ctx)
-	defer cancel()
-	return fn(octx, c)
-}
-
 // completeQueues offers the server's queue names for shell completion.
 func (a *app) completeQueues(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
