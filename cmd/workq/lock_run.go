@@ -132,12 +132,7 @@ func runUnderLock(ctx context.Context, lk *kvlock.Lock, argv []string, grace tim
 		case <-lk.Lost():
 		}
 		close(lost)
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(grace):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		}
+		stopGroup(pgid, grace, exited)
 	}()
 	werr := cmd.Wait()
 	close(exited)

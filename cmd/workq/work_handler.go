@@ -64,12 +64,7 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 		case <-ctx.Done():
 		}
 		close(killed)
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(r.flags.killGrace):
-		}
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		stopGroup(pgid, r.flags.killGrace, exited)
 	}()
 	werr := cmd.Wait()
 	close(exited)
