@@ -46,10 +46,9 @@ func (f *dlqShowFlags) run(ctx context.Context, a *app) error {
 		if err != nil {
 			return err
 		}
-		sel := selection(f.which)
 		var found []admin.DeadLetter
 		for _, d := range ds {
-			if matches(sel, d) {
+			if names(f.which, d) {
 				found = append(found, d)
 			}
 		}
@@ -90,27 +89,12 @@ func (f *dlqShowFlags) run(ctx context.Context, a *app) error {
 	})
 }
 
-// selection is the dead letters that which names: those of the job with that id,
-// or the one with that dead-letter sequence ("#12" or "12").
-func selection(which string) admin.Selection {
-	sel := admin.Selection{IDs: []string{which}}
-	if n, err := strconv.ParseUint(strings.TrimPrefix(which, "#"), 10, 64); err == nil {
-		sel.Sequences = []uint64{n}
+// names says whether which names the dead letter d: it is d's job id, or its
+// dead-letter sequence ("#12" or "12").
+func names(which string, d admin.DeadLetter) bool {
+	if d.JobID == which {
+		return true
 	}
-	return sel
-}
-
-// matches says whether d is one of the dead letters sel names.
-func matches(sel admin.Selection, d admin.DeadLetter) bool {
-	for _, id := range sel.IDs {
-		if d.JobID == id {
-			return true
-		}
-	}
-	for _, s := range sel.Sequences {
-		if d.Sequence == s {
-			return true
-		}
-	}
-	return false
+	n, err := strconv.ParseUint(strings.TrimPrefix(which, "#"), 10, 64)
+	return err == nil && d.Sequence == n
 }

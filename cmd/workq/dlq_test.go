@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/workq/workq/internal/admin"
+)
 
 func TestDLQRequeueValidate(t *testing.T) {
 	t.Parallel()
@@ -16,19 +20,15 @@ func TestDLQRequeueValidate(t *testing.T) {
 }
 
 // dlq show takes a job id, or a dead-letter sequence with or without '#'.
-func TestDLQShowSelection(t *testing.T) {
+func TestDLQShowNames(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		which string
-		seq   uint64 // 0: not a sequence
-	}{{"12", 12}, {"#12", 12}, {"job-1", 0}, {"#", 0}} {
-		sel := selection(tc.which)
-		gotSeq := uint64(0)
-		if len(sel.Sequences) == 1 {
-			gotSeq = sel.Sequences[0]
-		}
-		if len(sel.IDs) != 1 || sel.IDs[0] != tc.which || gotSeq != tc.seq || len(sel.Sequences) > 1 {
-			t.Errorf("selection(%q) = %+v; want the id %q and sequence %d", tc.which, sel, tc.which, tc.seq)
+	d := admin.DeadLetter{JobID: "job-1", Sequence: 12}
+	for which, want := range map[string]bool{
+		"job-1": true, "12": true, "#12": true,
+		"job-2": false, "13": false, "#13": false, "#": false, "#job-1": false, "": false,
+	} {
+		if got := names(which, d); got != want {
+			t.Errorf("names(%q, job-1 #12) = %t, want %t", which, got, want)
 		}
 	}
 }
