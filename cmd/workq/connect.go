@@ -65,7 +65,8 @@ func (c *conn) Close() {
 	}
 }
 
-// validate checks the flags that go together.
+// validate checks the flags that go together. connect calls it: the connection
+// flags matter only to the commands that connect.
 func (f *connFlags) validate() error {
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
