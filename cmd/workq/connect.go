@@ -2,21 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
-
-	"github.com/workq/workq/consumer"
-	"github.com/workq/workq/internal/admin"
-	"github.com/workq/workq/kvlock"
-	"github.com/workq/workq/producer"
 )
 
 // defaultServer is where workq connects without --server or NATS_URL.
@@ -72,33 +65,54 @@ func (c *conn) Close() {
 	}
 }
 
+// validate checks the flags that go together. connect calls it: the connection
+// flags matter only to the commands that connect.
+func (f *connFlags) validate() error {
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	return nil
+}
+
 // connect connects to the server and checks that JetStream answers. Without --wait
 // an unreachable server is an error at once; with it, workq retries until then.
 // longLived connections (workers, lock holders) reconnect forever after that.
 func (a *app) connect(ctx context.Context, name string, longLived bool) (*conn, error) {
 	f := &a.conn
-	opts := []nats.Option{nats.Name("workq " + name), nats.Timeout(3 * time.Second)}
+	if err := f.validate(); err != nil {
+		return nil, usageError{err}
+	}
+	opts, err := f.options(name)
+	if err != nil {
+		return nil, err
+	}
 	if longLived {
 		opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
-		if log := a.connLog; log != nil {
-			opts = append(opts,
-				nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
-					if nc.IsClosed() {
-						return // workq closed it: not a loss
-					}
-					args := []any{"server", f.server}
-					if err != nil {
-						args = append(args, "err", err)
-					}
-					log.Warn("lost the connection to NATS; reconnecting", args...)
-				}),
-				nats.ReconnectHandler(func(nc *nats.Conn) {
-					log.Info("reconnected to NATS", "server", nc.ConnectedUrlRedacted())
-				}))
-		}
+		opts = append(opts, a.reconnectLog()...)
 	}
-	// Keep the client library quiet: errors reach the user through workq's messages.
-	opts = append(opts, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	deadline := time.Now().Add(f.wait)
+	nc, err := a.dial(ctx, opts, deadline)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if err := f.waitJetStream(ctx, js, deadline); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &conn{nc: nc, js: js, url: nc.ConnectedUrlRedacted()}, nil
+}
+
+// options are the client's options from the flags: its name, the credentials and
+// TLS, and no error output of the client library's own (errors reach the user
+// through workq's messages).
+func (f *connFlags) options(name string) ([]nats.Option, error) {
+	opts := []nats.Option{nats.Name("workq " + name), nats.Timeout(3 * time.Second),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}
 	if f.creds != "" {
 		if _, err := os.Stat(f.creds); err != nil {
 			return nil, fmt.Errorf("credentials file: %w", err)
@@ -118,24 +132,47 @@ func (a *app) connect(ctx context.Context, name string, longLived bool) (*conn, 
 	if f.token != "" {
 		opts = append(opts, nats.Token(f.token))
 	}
-	if (f.tlsCert == "") != (f.tlsKey == "") {
-		return nil, usageError{errors.New("--tls-cert and --tls-key go together")}
-	}
 	if f.tlsCert != "" {
 		opts = append(opts, nats.ClientCert(f.tlsCert, f.tlsKey))
 	}
 	if f.tlsCA != "" {
 		opts = append(opts, nats.RootCAs(f.tlsCA))
 	}
+	return opts, nil
+}
 
-	deadline := time.Now().Add(f.wait)
-	var nc *nats.Conn
+// reconnectLog tells connLog, if set, when a long-lived connection is lost and
+// regained.
+func (a *app) reconnectLog() []nats.Option {
+	log := a.connLog
+	if log == nil {
+		return nil
+	}
+	return []nats.Option{
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if nc.IsClosed() {
+				return // workq closed it: not a loss
+			}
+			args := []any{"server", a.conn.server}
+			if err != nil {
+				args = append(args, "err", err)
+			}
+			log.Warn("lost the connection to NATS; reconnecting", args...)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("reconnected to NATS", "server", nc.ConnectedUrlRedacted())
+		}),
+	}
+}
+
+// dial connects to the server, retrying until deadline while it is not reachable.
+func (a *app) dial(ctx context.Context, opts []nats.Option, deadline time.Time) (*nats.Conn, error) {
+	f := &a.conn
 	waitLogged := false
 	for {
-		var err error
-		nc, err = nats.Connect(f.server, opts...)
+		nc, err := nats.Connect(f.server, opts...)
 		if err == nil {
-			break
+			return nc, nil
 		}
 		if !retryableConnect(err) || !time.Now().Before(deadline) {
 			return nil, connectError(f.server, err, f.wait)
@@ -151,18 +188,17 @@ func (a *app) connect(ctx context.Context, name string, longLived bool) (*conn, 
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	// JetStream may still be starting (or absent): check it answers.
+}
+
+// waitJetStream checks that JetStream answers, retrying until deadline: it may
+// still be starting (or absent).
+func (f *connFlags) waitJetStream(ctx context.Context, js jetstream.JetStream, deadline time.Time) error {
 	for {
 		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		_, err = js.AccountInfo(actx)
+		_, err := js.AccountInfo(actx)
 		cancel()
 		if err == nil {
-			break
+			return nil
 		}
 		if ctx.Err() == nil && time.Now().Before(deadline) {
 			select {
@@ -171,60 +207,15 @@ func (a *app) connect(ctx context.Context, name string, longLived bool) (*conn, 
 				continue
 			}
 		}
-		nc.Close()
 		switch {
 		case ctx.Err() != nil:
-			return nil, interrupted("JetStream on "+f.server+" to answer", f.wait)
+			return interrupted("JetStream on "+f.server+" to answer", f.wait)
 		case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
-			return nil, fmt.Errorf("JetStream is not enabled on %s for this account (start nats-server with -js, or run 'workq server')", f.server)
+			return fmt.Errorf("JetStream is not enabled on %s for this account (start nats-server with -js, or run 'workq server')", f.server)
 		default:
-			return nil, fmt.Errorf("JetStream on %s does not answer: %v", f.server, err)
+			return fmt.Errorf("JetStream on %s does not answer: %v", f.server, err)
 		}
 	}
-	return &conn{nc: nc, js: js, url: nc.ConnectedUrlRedacted()}, nil
-}
-
-// retryableConnect says whether waiting may help: the server is not up yet.
-// Authentication and TLS problems will not go away.
-func retryableConnect(err error) bool {
-	return !errors.Is(err, nats.ErrAuthorization) && !errors.Is(err, nats.ErrAuthExpired) &&
-		!strings.Contains(strings.ToLower(err.Error()), "authorization") && !isTLSError(err)
-}
-
-func isTLSError(err error) bool {
-	var ua x509.UnknownAuthorityError
-	var hn x509.HostnameError
-	var ci x509.CertificateInvalidError
-	return errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) ||
-		errors.Is(err, nats.ErrSecureConnRequired) || errors.Is(err, nats.ErrSecureConnWanted) ||
-		strings.Contains(err.Error(), "tls:")
-}
-
-// connectError says why a connection failed and what to do about it, in one line.
-func connectError(server string, err error, wait time.Duration) error {
-	switch {
-	case errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization"):
-		return fmt.Errorf("server %s refused the credentials (authorization violation); check --user/--password, --token, --creds or --nkey", server)
-	case errors.Is(err, nats.ErrAuthExpired):
-		return fmt.Errorf("server %s: credentials expired", server)
-	case isTLSError(err):
-		return fmt.Errorf("TLS with server %s failed: %v; check --tls-ca, --tls-cert and --tls-key", server, err)
-	case errors.Is(err, nats.ErrNoServers):
-		if wait > 0 {
-			return fmt.Errorf("cannot connect to %s: no server answered within --wait %s", server, wait)
-		}
-		return fmt.Errorf("cannot connect to %s: no server is reachable there (is it running? set --server or NATS_URL, or --wait for it)", server)
-	}
-	return fmt.Errorf("cannot connect to %s: %v", server, err)
-}
-
-// interrupted is the error of a connection given up because workq was signalled
-// (SIGINT, SIGTERM) while it waited for what.
-func interrupted(what string, wait time.Duration) error {
-	if wait > 0 {
-		return fmt.Errorf("interrupted while waiting for %s (--wait %s)", what, wait)
-	}
-	return fmt.Errorf("interrupted while waiting for %s", what)
 }
 
 // opCtx bounds a one-shot command's work on the server.
@@ -232,28 +223,14 @@ func (a *app) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, opTimeout+a.conn.wait)
 }
 
-// explain turns library errors into messages a user can act on.
-func explain(err error) error {
-	switch {
-	case errors.Is(err, admin.ErrNoQueue):
+// withConn connects, runs fn with a bounded context and closes the connection.
+func (a *app) withConn(ctx context.Context, what string, fn func(ctx context.Context, c *conn) error) error {
+	c, err := a.connect(ctx, what, false)
+	if err != nil {
 		return err
-	case errors.Is(err, consumer.ErrIncompatible):
-		return fmt.Errorf("incompatible worker settings: %v", strip(err))
-	case errors.Is(err, producer.ErrInvalidName), errors.Is(err, kvlock.ErrInvalidName):
-		return strip(err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("timed out waiting for the server: %v", strip(err))
-	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining):
-		return fmt.Errorf("connection to the server closed: %v", strip(err))
 	}
-	return strip(err)
-}
-
-// strip removes package prefixes from library messages ("producer: ", "kvlock: ").
-func strip(err error) error {
-	s := err.Error()
-	for _, p := range []string{"producer: ", "consumer: ", "kvlock: "} {
-		s = strings.ReplaceAll(s, p, "")
-	}
-	return errors.New(s)
+	defer c.Close()
+	octx, cancel := a.opCtx(ctx)
+	defer cancel()
+	return fn(octx, c)
 }

@@ -17,8 +17,19 @@ func (a *app) jobCommand() *cobra.Command {
 		Use:   "job",
 		Short: "Look up jobs",
 	}
-	var jsonOut bool
-	get := &cobra.Command{
+	cmd.AddCommand(a.jobGetCommand())
+	return cmd
+}
+
+// jobGetFlags is `workq job get`: the queue, the job id and the flags.
+type jobGetFlags struct {
+	queue, id string
+	jsonOut   bool
+}
+
+func (a *app) jobGetCommand() *cobra.Command {
+	f := &jobGetFlags{}
+	cmd := &cobra.Command{
 		Use:   "get <queue> <id>",
 		Short: "Show a job's record: state, attempts, worker, timings, error, result",
 		Long: `Show a job's record, the JSON document workq keeps per job in the queue's
@@ -27,54 +38,59 @@ Records expire after the queue's record TTL (24h by default).`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueues,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withConn(cmd.Context(), "job get", func(ctx context.Context, c *conn) error {
-				// Look before provisioning: a lookup must not create a queue.
-				if err := admin.Exists(ctx, c.js, args[0]); err != nil {
-					return err
-				}
-				p, err := producer.New(ctx, c.js, args[0])
-				if err != nil {
-					return err
-				}
-				rec, err := p.Status(ctx, args[1])
-				if err != nil {
-					return err
-				}
-				if jsonOut {
-					return writeJSON(a.stdout, rec)
-				}
-				t := newTable(a.stdout, "FIELD", "VALUE")
-				t.row("id", rec.ID)
-				t.row("queue", rec.Queue)
-				t.row("kind", rec.Kind)
-				t.row("state", string(rec.State))
-				attempts := fmt.Sprint(rec.Attempt)
-				if rec.MaxAttempts > 0 {
-					attempts += fmt.Sprintf(" of %d", rec.MaxAttempts)
-				}
-				t.row("attempt", attempts)
-				t.row("sequence", rec.Sequence)
-				if rec.Worker != nil {
-					t.row("worker", fmt.Sprintf("%s (host %s, pid %d)", rec.Worker.Name, rec.Worker.Host, rec.Worker.PID))
-				}
-				t.row("enqueued", rec.EnqueuedAt)
-				t.row("started", rec.StartedAt)
-				t.row("finished", rec.FinishedAt)
-				if !rec.RetryAt.IsZero() {
-					t.row("retry at", rec.RetryAt)
-				}
-				t.row("last error", rec.LastError)
-				t.row("result", printable(rec.Result))
-				if rec.Revision > 0 {
-					t.row("revision", rec.Revision)
-				}
-				return t.flush()
-			})
+			f.queue, f.id = args[0], args[1]
+			return a.execute(cmd.Context(), f)
 		},
 	}
-	get.Flags().BoolVar(&jsonOut, "json", false, "print the job record as JSON (result in base64)")
-	cmd.AddCommand(get)
+	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print the job record as JSON (result in base64)")
 	return cmd
+}
+
+func (f *jobGetFlags) validate() error { return nil }
+
+// run shows the job's record.
+func (f *jobGetFlags) run(ctx context.Context, a *app) error {
+	return a.withConn(ctx, "job get", func(ctx context.Context, c *conn) error {
+		// Look before provisioning: a lookup must not create a queue.
+		if err := admin.Exists(ctx, c.js, f.queue); err != nil {
+			return err
+		}
+		p, err := producer.New(ctx, c.js, f.queue)
+		if err != nil {
+			return err
+		}
+		rec, err := p.Status(ctx, f.id)
+		if err != nil {
+			return err
+		}
+		if f.jsonOut {
+			return writeJSON(a.stdout, rec)
+		}
+		attempts := fmt.Sprint(rec.Attempt)
+		if rec.MaxAttempts > 0 {
+			attempts += fmt.Sprintf(" of %d", rec.MaxAttempts)
+		}
+		fields := []field{
+			{"id", rec.ID},
+			{"queue", rec.Queue},
+			{"kind", rec.Kind},
+			{"state", string(rec.State)},
+			{"attempt", attempts},
+			{"sequence", rec.Sequence},
+		}
+		if rec.Worker != nil {
+			fields = append(fields, field{"worker", fmt.Sprintf("%s (host %s, pid %d)", rec.Worker.Name, rec.Worker.Host, rec.Worker.PID)})
+		}
+		fields = append(fields, field{"enqueued", rec.EnqueuedAt}, field{"started", rec.StartedAt}, field{"finished", rec.FinishedAt})
+		if !rec.RetryAt.IsZero() {
+			fields = append(fields, field{"retry at", rec.RetryAt})
+		}
+		fields = append(fields, field{"last error", rec.LastError}, field{"result", printable(rec.Result)})
+		if rec.Revision > 0 {
+			fields = append(fields, field{"revision", rec.Revision})
+		}
+		return writeFields(a.stdout, fields)
+	})
 }
 
 // printable shows bytes as text when they are text, else their size.

@@ -93,3 +93,28 @@ func truncate(s string, n int) string {
 	}
 	return string(r[:n-1]) + "…"
 }
+
+// oneLine is the first line of s, trimmed: library errors can run on.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// field is one row of a record shown as a FIELD/VALUE table.
+type field struct {
+	name  string
+	value any
+}
+
+// writeFields prints a record for people, a row per field with its value as a
+// table cell (--json is for scripts).
+func writeFields(w io.Writer, fields []field) error {
+	t := newTable(w, "FIELD", "VALUE")
+	for _, f := range fields {
+		t.row(f.name, f.value)
+	}
+	return t.flush()
+}

@@ -8,33 +8,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 )
-
-// Exit codes. Scripts can tell a usage mistake from a failure.
-const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
-)
-
-// usageError is a mistake in the command line: a bad flag, a missing argument.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-// exitError ends the command with a given exit status, having already said why (or
-// with msg to say).
-type exitCodeError struct {
-	code int
-	msg  string
-}
-
-func (e exitCodeError) Error() string { return e.msg }
 
 // app is the state shared by every command: the streams it writes to and the
 // connection flags.
@@ -87,25 +64,6 @@ func run(args []string) int {
 	return exitError
 }
 
-// isCobraUsage recognises cobra's own usage errors, which it returns untyped.
-func isCobraUsage(err error) bool {
-	s := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument", "required flag"} {
-		if strings.Contains(s, p) {
-			return true
-		}
-	}
-	return false
-}
-
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		s = s[:i]
-	}
-	return s
-}
-
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "workq",
@@ -143,43 +101,3 @@ else nats://127.0.0.1:4222.`,
 	}
 	return root
 }
-
-// exactArgs is cobra.ExactArgs with a usage error naming what is expected.
-func exactArgs(n int, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			return usageError{fmt.Errorf("%s: want %s, got %d argument(s)", path(cmd), what, len(args))}
-		}
-		return nil
-	}
-}
-
-// rangeArgs accepts between lo and hi arguments.
-func rangeArgs(lo, hi int, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) < lo || len(args) > hi {
-			return usageError{fmt.Errorf("%s: want %s, got %d argument(s)", path(cmd), what, len(args))}
-		}
-		return nil
-	}
-}
-
-// commandArgs splits "name -- command args…" for work and lock run: the positional
-// arguments before "--" and the command after it.
-func commandArgs(cmd *cobra.Command, args []string, nBefore int, what string) ([]string, []string, error) {
-	dash := cmd.ArgsLenAtDash()
-	if dash < 0 {
-		return nil, nil, usageError{fmt.Errorf("%s: want %s -- command [args...]", path(cmd), what)}
-	}
-	before, after := args[:dash], args[dash:]
-	if len(before) != nBefore {
-		return nil, nil, usageError{fmt.Errorf("%s: want %s before --, got %d argument(s)", path(cmd), what, len(before))}
-	}
-	if len(after) == 0 {
-		return nil, nil, usageError{fmt.Errorf("%s: no command after --", path(cmd))}
-	}
-	return before, after, nil
-}
-
-// path is the command's path without the program name, for messages.
-func path(cmd *cobra.Command) string { return strings.TrimPrefix(cmd.CommandPath(), "workq ") }

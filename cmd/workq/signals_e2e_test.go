@@ -57,6 +57,33 @@ func TestLockRunKilledKillsCommand(t *testing.T) {
 	}
 }
 
+// A lock run whose lock is lost kills its command's whole process group: a child
+// of the command that outlives the command (here one that ignores SIGTERM) must not
+// run on without the lock.
+func TestLockRunLostKillsGroup(t *testing.T) {
+	t.Parallel()
+	childFile := filepath.Join(t.TempDir(), "child")
+	// The shell (the command) starts a child that ignores SIGTERM, and waits.
+	first := start(t, "lock", "run", "--ttl", "1s", "--kill-grace", "30s", "Llost", "--", "sh", "-c",
+		`sh -c 'trap "" TERM; while :; do sleep 0.1; done' >/dev/null 2>&1 & `+
+			`echo $! > "`+childFile+`.tmp" && mv "`+childFile+`.tmp" "`+childFile+`"; wait`)
+	var childPID int
+	waitFor(t, 10*time.Second, "the command's child running", func() bool {
+		childPID = readPID(childFile)
+		return childPID > 0
+	})
+	t.Cleanup(func() {
+		if !gone(childPID) {
+			_ = syscall.Kill(childPID, syscall.SIGKILL)
+		}
+	})
+	ok(t, "", "lock", "release", "Llost", "--force")
+	if code := first.wait(t, 20*time.Second); code != 1 || !strings.Contains(first.stderr(), `lock "Llost" was lost`) {
+		t.Errorf("lock run after its lock was released by force: exit %d, stderr %q; want 1, the lock was lost", code, first.stderr())
+	}
+	waitFor(t, 10*time.Second, fmt.Sprintf("the command's child (pid %d), which ignores SIGTERM, killed", childPID), func() bool { return gone(childPID) })
+}
+
 // enqueue gives up waiting for input on SIGINT/SIGTERM, says how far it got and
 // fails; a --file it cannot open fails before the queue is created.
 func TestEnqueueInterrupted(t *testing.T) {

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/workq/workq/producer"
+)
+
+// jobInput is one job read from the input, or why it could not be read.
+type jobInput struct {
+	line int
+	job  producer.Job
+	err  error
+}
+
+// ndjsonJob is a line of --ndjson input.
+type ndjsonJob struct {
+	ID            string          `json:"id"`
+	Kind          string          `json:"kind"`
+	Headers       map[string]any  `json:"headers"`
+	Payload       json.RawMessage `json:"payload"`
+	PayloadBase64 string          `json:"payload_base64"`
+	MaxAttempts   int             `json:"max_attempts"`
+}
+
+// parseJobLine turns one input line into a job: the line is the payload, or with
+// ndjson a JSON object describing the job.
+func parseJobLine(line []byte, n int, base producer.Job, ndjson bool) jobInput {
+	j := base
+	if base.Header != nil {
+		j.Header = nats.Header(http.Header(base.Header).Clone())
+	}
+	if !ndjson {
+		j.Payload = append([]byte(nil), line...)
+		return jobInput{line: n, job: j}
+	}
+	var nj ndjsonJob
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&nj); err != nil {
+		return jobInput{line: n, err: fmt.Errorf("not a job object: %v", err)}
+	}
+	switch {
+	case nj.PayloadBase64 != "" && len(nj.Payload) > 0:
+		return jobInput{line: n, err: errors.New("payload and payload_base64 exclude each other")}
+	case nj.PayloadBase64 != "":
+		b, err := base64.StdEncoding.DecodeString(nj.PayloadBase64)
+		if err != nil {
+			return jobInput{line: n, err: fmt.Errorf("payload_base64: %v", err)}
+		}
+		j.Payload = b
+	case len(nj.Payload) > 0 && nj.Payload[0] == '"':
+		var s string
+		if err := json.Unmarshal(nj.Payload, &s); err != nil {
+			return jobInput{line: n, err: fmt.Errorf("payload: %v", err)}
+		}
+		j.Payload = []byte(s)
+	case len(nj.Payload) > 0 && string(nj.Payload) != "null":
+		j.Payload = []byte(nj.Payload)
+	}
+	if nj.ID != "" {
+		j.ID = nj.ID
+	}
+	if nj.Kind != "" {
+		j.Kind = nj.Kind
+	}
+	if nj.MaxAttempts < 0 {
+		return jobInput{line: n, err: fmt.Errorf("max_attempts %d: want ≥ 1", nj.MaxAttempts)}
+	}
+	if nj.MaxAttempts > 0 {
+		j.MaxAttempts = nj.MaxAttempts
+	}
+	for k, v := range nj.Headers {
+		if j.Header == nil {
+			j.Header = nats.Header{}
+		}
+		switch x := v.(type) {
+		case string:
+			j.Header.Add(k, x)
+		case []any:
+			for _, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					return jobInput{line: n, err: fmt.Errorf("header %s: want strings", k)}
+				}
+				j.Header.Add(k, s)
+			}
+		default:
+			return jobInput{line: n, err: fmt.Errorf("header %s: want a string or a list of strings", k)}
+		}
+	}
+	return jobInput{line: n, job: j}
+}

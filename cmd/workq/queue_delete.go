@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/workq/workq/internal/admin"
+)
+
+func (a *app) queuePurgeCommand() *cobra.Command {
+	return a.confirmedCommand(&cobra.Command{
+		Use:   "purge <queue>",
+		Short: "Remove every waiting job from a queue (keeps dead letters and job records)",
+	}, queuePurge())
+}
+
+// queuePurge is `workq queue purge`.
+func queuePurge() *confirmedFlags {
+	return &confirmedFlags{what: "queue purge", warning: "purging queue %s deletes its jobs",
+		remove: func(ctx context.Context, js jetstream.JetStream, q string) (string, error) {
+			n, err := admin.Purge(ctx, js, q)
+			return fmt.Sprintf("purged %d job(s) from %s", n, q), err
+		}}
+}
+
+func (a *app) queueRmCommand() *cobra.Command {
+	return a.confirmedCommand(&cobra.Command{
+		Use:     "rm <queue>",
+		Aliases: []string{"remove", "delete"},
+		Short:   "Delete a queue with its jobs, dead letters and job records",
+	}, queueRm())
+}
+
+// queueRm is `workq queue rm`.
+func queueRm() *confirmedFlags {
+	return &confirmedFlags{what: "queue rm", warning: "removing queue %s deletes its jobs, dead letters and records",
+		remove: func(ctx context.Context, js jetstream.JetStream, q string) (string, error) {
+			return "removed queue " + q, admin.Remove(ctx, js, q)
+		}}
+}

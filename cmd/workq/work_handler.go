@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/workq/workq/consumer"
+)
+
+// commandRunner is the consumer.Handler that runs the command for each job.
+type commandRunner struct {
+	argv   []string
+	queue  string
+	worker string
+	flags  *workFlags
+	stderr io.Writer
+	log    *slog.Logger
+}
+
+// Handle runs the command with the job on stdin and maps its exit to an outcome.
+func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
+	start := time.Now()
+	// Write the claim now (not lazily): the command gets its fencing token, and a
+	// redelivery elsewhere fences this run out however short it is.
+	token, err := j.FencingToken(ctx)
+	if err != nil {
+		return fmt.Errorf("job %s: not started: %w", j.ID(), err)
+	}
+	unpin := pinThread() // until the command is waited for: see command
+	defer unpin()
+	cmd, err := command(r.argv)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", r.argv[0], err)
+	}
+	cmd.Stdin = bytes.NewReader(j.Payload())
+	out := &limitedBuffer{max: r.flags.maxResult}
+	cmd.Stdout = out
+	tail := &tailBuffer{max: 4096}
+	lw := &lineWriter{w: r.stderr}
+	defer lw.flush()
+	cmd.Stderr = io.MultiWriter(lw, tail)
+	cmd.Env = append(os.Environ(), r.env(j, token)...)
+	cmd.WaitDelay = r.flags.killGrace + time.Second // a grandchild holding stdout open cannot hang us
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", r.argv[0], err)
+	}
+	pgid := cmd.Process.Pid
+	exited := make(chan struct{})
+	killed := make(chan struct{})
+	go func() {
+		select {
+		case <-exited:
+			return
+		case <-ctx.Done():
+		}
+		close(killed)
+		stopGroup(pgid, r.flags.killGrace, exited)
+	}()
+	werr := cmd.Wait()
+	close(exited)
+
+	select {
+	case <-killed:
+		cause := context.Cause(ctx)
+		r.logf(slog.LevelWarn, j, "command killed", "cause", cause)
+		return fmt.Errorf("command killed: %w", cause)
+	default:
+	}
+	if werr == nil {
+		if out.over {
+			return consumer.Permanent(fmt.Errorf("stdout exceeds --max-result %d bytes", r.flags.maxResult))
+		}
+		j.SetResult(out.Bytes())
+		if r.flags.verbose {
+			r.logf(slog.LevelInfo, j, "command succeeded; committing its result", "took", time.Since(start).Round(time.Millisecond))
+		}
+		return nil
+	}
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) {
+		return fmt.Errorf("command: %w", werr)
+	}
+	msg := exitText(ee)
+	if last := tail.lastLine(); last != "" {
+		msg += ": " + last
+	}
+	if ee.ExitCode() == r.flags.permanentExit {
+		r.logf(slog.LevelWarn, j, "job failed permanently", "exit", ee.ExitCode())
+		return consumer.Permanent(errors.New(msg))
+	}
+	if j.Attempt() < j.MaxAttempts() {
+		r.logf(slog.LevelInfo, j, "job failed; will retry", "err", msg)
+	}
+	return errors.New(msg)
+}
+
+func (r *commandRunner) logf(level slog.Level, j *consumer.Job, msg string, args ...any) {
+	args = append([]any{"job", j.ID(), "attempt", j.Attempt()}, args...)
+	r.log.Log(context.Background(), level, msg, args...)
+}
+
+func exitText(ee *exec.ExitError) string {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "command killed by signal " + ws.Signal().String()
+	}
+	return "command exited with status " + strconv.Itoa(ee.ExitCode())
+}
+
+// env is the job's environment for the command.
+func (r *commandRunner) env(j *consumer.Job, token uint64) []string {
+	env := []string{
+		"WORKQ_QUEUE=" + r.queue,
+		"WORKQ_JOB_ID=" + j.ID(),
+		"WORKQ_JOB_KIND=" + j.Kind(),
+		"WORKQ_ATTEMPT=" + strconv.Itoa(j.Attempt()),
+		"WORKQ_MAX_ATTEMPTS=" + strconv.Itoa(j.MaxAttempts()),
+		"WORKQ_FENCING_TOKEN=" + strconv.FormatUint(token, 10),
+		"WORKQ_JOB_SEQUENCE=" + strconv.FormatUint(j.Sequence(), 10),
+		"WORKQ_WORKER=" + r.worker,
+	}
+	for k, vs := range j.Header() {
+		if len(vs) == 0 || k == "Nats-Msg-Id" {
+			continue
+		}
+		name := strings.ToUpper(strings.Map(func(c rune) rune {
+			if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+				return c
+			}
+			return '_'
+		}, k))
+		env = append(env, "WORKQ_HEADER_"+name+"="+strings.Join(vs, ","))
+	}
+	return env
+}
