@@ -25,6 +25,9 @@ var (
 	// ErrIncompatible: the queue or its consumer exists with a configuration this
 	// worker cannot use (for example another AckWait).
 	ErrIncompatible = queue.ErrIncompatible
+	// ErrNeedsCluster: Replicas asks for more replicas than the server can place (a
+	// single server keeps one).
+	ErrNeedsCluster = queue.ErrNeedsCluster
 )
 
 // errDrained is the cause of a handler context cancelled because the worker stopped
