@@ -54,7 +54,7 @@ Records expire after the queue's record TTL (24h by default).`,
 				}
 				t.row("attempt", attempts)
 				t.row("sequence", rec.Sequence)
-				if rec.Worker != nil {
+				if !rec.Worker.IsZero() {
 					t.row("worker", fmt.Sprintf("%s (host %s, pid %d)", rec.Worker.Name, rec.Worker.Host, rec.Worker.PID))
 				}
 				t.row("enqueued", rec.EnqueuedAt)
