@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/groupcommit"
 	"github.com/workq/workq/internal/naming"
 	"github.com/workq/workq/internal/queue"
@@ -51,6 +52,7 @@ type Worker struct {
 	inc      atomic.Pointer[queue.Incarnation] // the workers' consumer's incarnation, as last read
 	health   atomic.Pointer[error]             // why pulls fail; nil while they work
 	recheck  chan struct{}                     // asks the fetch loop to read the incarnation now
+	observe  attempt.Observer                  // told each run's outcome; from Run's context, usually nil (observe.go)
 
 	held      held           // deliveries held, by stream sequence (see twins.go)
 	finishing chan struct{}  // bounds background outcome writes
@@ -161,6 +163,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return errors.New("consumer: Run is already running")
 	}
 	defer w.running.Store(false)
+	w.observe = attempt.ObserverOf(ctx)
 
 	// Handlers run on a context that outlives ctx until the drain timeout.
 	handlerCtx, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
