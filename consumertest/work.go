@@ -283,7 +283,9 @@ func outcomeOf(r attempt.Report) (Outcome, error) {
 }
 
 // readRecord reads job id's record into rec. A job without one (an unfenced worker's
-// first attempt that succeeded) leaves rec zero.
+// first attempt that succeeded) leaves rec zero: Status then reports the job queued
+// from its message while the worker's ack is on its way, at revision 0, which no
+// record in the bucket has.
 func readRecord(p *producer.Producer, id string, rec *producer.Record) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -293,6 +295,8 @@ func readRecord(p *producer.Producer, id string, rec *producer.Record) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading the job record: %w", err)
+	case r.Revision == 0:
+		return nil
 	}
 	*rec = *r
 	return nil
