@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
@@ -56,6 +57,7 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 		w.stats.errors.Add(1)
 		j.metrics.failed.Inc()
 		w.log.Error("publishing dead letter failed; the job will be redelivered", "job", j.id, "err", err)
+		w.report(j, attempt.Unsettled, err, 0)
 		j.nak(w.cfg.backoff(1))
 		return
 	}
@@ -64,6 +66,7 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 		w.stats.dead.Add(1)
 		j.metrics.dead.Inc()
 		w.log.Warn(fmt.Sprintf("job %s moved to dead letters", j.id), "job", j.id, "attempt", j.attempt, "reason", firstLine(reason))
+		w.report(j, attempt.Dead, reason, 0)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
 )
@@ -18,6 +19,7 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 		w.stats.errors.Add(1)
 		j.metrics.failed.Inc()
 		w.log.Warn("claim failed; the job will be redelivered", "job", j.id, "err", err)
+		w.report(j, attempt.Unsettled, err, 0)
 		j.nak(w.cfg.backoff(1))
 		return
 	}
@@ -176,6 +178,7 @@ func (w *Worker) commit(ctx context.Context, j *Job) {
 	}
 	w.stats.committed.Add(1)
 	j.metrics.committed.Inc()
+	w.report(j, attempt.Committed, nil, 0)
 	w.ack(j)
 }
 
@@ -217,6 +220,7 @@ func (w *Worker) fail(ctx context.Context, j *Job, herr error) {
 	w.stats.retried.Add(1)
 	j.metrics.retried.Inc()
 	w.log.Info("job failed; it will be retried", "job", j.id, "attempt", j.attempt, "of", j.maxAttempts, "in", delay.Round(time.Millisecond), "err", firstLine(herr))
+	w.report(j, attempt.Retrying, herr, delay)
 	j.nak(delay)
 }
 
@@ -230,6 +234,7 @@ func (w *Worker) giveBack(j *Job) {
 		w.outcomeFailed(j, "hand back", err)
 		return
 	}
+	w.report(j, attempt.HandedBack, nil, 0)
 	j.nak(0)
 	w.stats.handedBack.Add(1)
 }
@@ -245,6 +250,7 @@ func (w *Worker) outcomeFailed(j *Job, what string, err error) {
 	w.stats.errors.Add(1)
 	j.metrics.failed.Inc()
 	w.log.Error(what+" failed; the job will be redelivered", "job", j.id, "err", err)
+	w.report(j, attempt.Unsettled, err, 0)
 }
 
 // reassigned logs and counts a run whose claim another delivery took over. It does
@@ -255,4 +261,5 @@ func (w *Worker) reassigned(j *Job, why string) {
 	j.metrics.reassigned.Inc()
 	w.log.Warn(fmt.Sprintf("job %s was reassigned", j.id), "job", j.id, "attempt", j.attempt,
 		"token", j.token(), "why", why)
+	w.report(j, attempt.Stale, ErrStale, 0)
 }

@@ -42,8 +42,19 @@ func Chain(h Handler, mw ...Middleware) Handler {
 func safeCall(ctx context.Context, h Handler, j *Job) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v\n%s", ErrPanic, r, debug.Stack())
+			err = &panicError{value: r, stack: debug.Stack()}
 		}
 	}()
 	return h.Handle(ctx, j)
 }
+
+// panicError is a handler's panic as an error: ErrPanic, with what the handler
+// panicked with and its stack kept apart, so that a report of the run can carry them
+// as they were (see observe.go).
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("%s: %v\n%s", ErrPanic, e.value, e.stack) }
+func (e *panicError) Unwrap() error { return ErrPanic }

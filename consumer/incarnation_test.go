@@ -112,7 +112,7 @@ func TestConsumerResetNeitherStallsNorRerunsJobs(t *testing.T) {
 	if err := w.Health(); err != nil {
 		t.Errorf("Health after the consumer was re-created: %v", err)
 	}
-	if r := status(t, p, "committed"); r.Worker == nil || r.Worker.Name != "gone" {
+	if r := status(t, p, "committed"); r.Worker.Name != "gone" {
 		t.Errorf("committed job's record was rewritten: %+v", r)
 	}
 }

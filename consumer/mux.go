@@ -7,9 +7,10 @@ import (
 	"sync"
 )
 
-// Mux routes jobs to handlers by kind (producer.Kind). A job whose kind has no
-// handler fails permanently with ErrUnknownKind and goes to dead letters with its
-// payload, unless a default handler is set. The zero Mux is ready to use.
+// Mux routes jobs to handlers by kind (producer.Kind), or by Go type with RouteArgs
+// (producer.EnqueueArgs). A job whose kind has no handler fails permanently with
+// ErrUnknownKind and goes to dead letters with its payload, unless a default handler
+// is set. The zero Mux is ready to use.
 type Mux struct {
 	mu       sync.RWMutex
 	handlers map[string]Handler

@@ -111,7 +111,7 @@ func qaCheckAllDone(t *testing.T, p *producer.Producer, ids []string, runs *qaCo
 	for _, id := range ids {
 		r := status(t, p, id)
 		recs[id] = r
-		if r.State != producer.StateDone || r.Attempt < 1 || r.FinishedAt.IsZero() || r.Worker == nil {
+		if r.State != producer.StateDone || r.Attempt < 1 || r.FinishedAt.IsZero() || r.Worker.IsZero() {
 			if bad++; bad <= 5 {
 				t.Errorf("job %s: %+v", id, r)
 			}
@@ -284,7 +284,7 @@ func TestShutdownDrainTimeoutHandsJobBack(t *testing.T) {
 		t.Fatalf("w2 saw Attempt() = %d, want 1", a)
 	}
 	r = status(t, p, "slow-1")
-	if r.Attempt != 1 || r.Worker == nil || r.Worker.Name != "w2" || r.Delivery != 2 {
+	if r.Attempt != 1 || r.Worker.Name != "w2" || r.Delivery != 2 {
 		t.Fatalf("final record %+v", r)
 	}
 	if s := w2.Stats(); s.Committed != 1 || s.Started != 1 {

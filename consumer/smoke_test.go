@@ -35,7 +35,7 @@ func TestCommitsResultAndRecord(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "job done", func() bool { return status(t, p, "j1").State == producer.StateDone })
 	stop()
 	r := status(t, p, "j1")
-	if string(r.Result) != "done:hello" || r.Attempt != 1 || r.Worker == nil || r.Worker.Name != "w1" || token == 0 {
+	if string(r.Result) != "done:hello" || r.Attempt != 1 || r.Worker.Name != "w1" || token == 0 {
 		t.Fatalf("record %+v token %d", r, token)
 	}
 	if r.StartedAt.IsZero() || r.FinishedAt.Before(r.StartedAt) || r.EnqueuedAt.After(r.StartedAt) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/record"
 )
 
@@ -17,6 +18,7 @@ func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
 		j.lease.stop()
 		if err := j.msg.Ack(); err != nil {
 			w.log.Warn("ack failed; the job will be redelivered", "job", j.id, "err", err)
+			w.report(j, attempt.Unsettled, err, 0)
 			return
 		}
 		w.stats.committed.Add(1)
@@ -25,7 +27,9 @@ func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
 			// A retried job has a record saying it failed: say it is done now.
 			w.putRecord(ctx, j, record.Done, nil, 0)
 		}
+		w.report(j, attempt.Committed, nil, 0)
 	case errors.Is(cause, errDrained):
+		w.report(j, attempt.HandedBack, nil, 0)
 		w.handBack(j.lease)
 	case IsPermanent(herr) || j.attempt >= j.maxAttempts:
 		reason := herr
@@ -42,6 +46,7 @@ func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
 		w.putRecord(ctx, j, record.Retrying, herr, delay)
 		w.stats.retried.Add(1)
 		j.metrics.retried.Inc()
+		w.report(j, attempt.Retrying, herr, delay)
 		j.nak(delay)
 	}
 }

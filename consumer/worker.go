@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/groupcommit"
 	"github.com/workq/workq/internal/naming"
 	"github.com/workq/workq/internal/option"
@@ -32,6 +33,9 @@ var (
 	// ErrIncompatible: the queue or its consumer exists with a configuration this
 	// worker cannot use (for example another AckWait).
 	ErrIncompatible = queue.ErrIncompatible
+	// ErrNeedsCluster: Replicas asks for more replicas than the server can place (a
+	// single server keeps one).
+	ErrNeedsCluster = queue.ErrNeedsCluster
 )
 
 // errDrained is the cause of a handler context cancelled because the worker stopped
@@ -55,6 +59,7 @@ type Worker struct {
 	inc      atomic.Pointer[queue.Incarnation] // the workers' consumer's incarnation, as last read
 	health   atomic.Pointer[error]             // why pulls fail; nil while they work
 	recheck  chan struct{}                     // asks the fetch loop to read the incarnation now
+	observe  attempt.Observer                  // told each run's outcome; from Run's context, usually nil (observe.go)
 
 	held      held           // deliveries held, by stream sequence (see twins.go)
 	finishing chan struct{}  // bounds background outcome writes
@@ -166,6 +171,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return errors.New("consumer: Run is already running")
 	}
 	defer w.running.Store(false)
+	w.observe = attempt.ObserverOf(ctx)
 
 	// Handlers run on a context that outlives ctx until the drain timeout.
 	handlerCtx, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))

@@ -24,6 +24,9 @@ var (
 	ErrInvalidOption = option.ErrInvalid
 	// ErrIncompatible: the queue exists with a configuration workq cannot use.
 	ErrIncompatible = queue.ErrIncompatible
+	// ErrNeedsCluster: Replicas asks for more replicas than the server can place (a
+	// single server keeps one).
+	ErrNeedsCluster = queue.ErrNeedsCluster
 	// ErrPayloadTooLarge: the job's payload and headers do not fit in the server's max
 	// payload less DeadLetterReserve.
 	ErrPayloadTooLarge = errors.New("job too large for the server's max payload")

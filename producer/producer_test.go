@@ -710,7 +710,7 @@ func TestStatusLifecycle(t *testing.T) {
 		last = r
 		return r.State == producer.StateDone
 	})
-	if string(last.Result) != "res:hi" || last.Attempt != 1 || last.Worker == nil || last.Worker.Name != "st-worker" ||
+	if string(last.Result) != "res:hi" || last.Attempt != 1 || last.Worker.Name != "st-worker" ||
 		last.Sequence != info.Sequence || last.FinishedAt.IsZero() {
 		t.Fatalf("done record: %+v", last)
 	}

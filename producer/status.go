@@ -12,22 +12,6 @@ import (
 	"github.com/workq/workq/internal/record"
 )
 
-// Record is a job's record, the JSON document stored under the job id in the queue's
-// bucket WORKQ_<queue>_JOBS (see the README's "Job record").
-type Record = record.Record
-
-// State is where a job stands.
-type State = record.State
-
-// The states Status reports.
-const (
-	StateQueued   = record.Queued
-	StateRunning  = record.Running
-	StateRetrying = record.Retrying
-	StateDone     = record.Done
-	StateDead     = record.Dead
-)
-
 // Status returns the record of job id. A job that is enqueued but not yet claimed
 // has no record in the bucket; Status finds its message in the stream and reports it
 // queued. An id that is neither queued nor recorded is ErrNotFound (records expire
@@ -44,7 +28,7 @@ func (p *Producer) Status(ctx context.Context, id string) (*Record, error) {
 	for range 2 {
 		rec, err := p.records.Get(ctx, id)
 		if err == nil {
-			return rec, nil
+			return publicRecord(rec), nil
 		}
 		if !errors.Is(err, record.ErrNotFound) {
 			return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
@@ -65,7 +49,7 @@ func queuedRecord(q, id string, msg *jetstream.RawStreamMsg) *Record {
 		ID:         id,
 		Queue:      q,
 		Kind:       msg.Header.Get(queue.HeaderKind),
-		State:      record.Queued,
+		State:      StateQueued,
 		Sequence:   msg.Sequence,
 		EnqueuedAt: msg.Time,
 	}

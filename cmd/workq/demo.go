@@ -180,12 +180,12 @@ func (a *app) demo(ctx context.Context, f demoFlags) error {
 	}
 	var notes []string
 	if id, _ := d.stallJob.Load().(string); id != "" {
-		if rec, err := p.Status(octx, id); err == nil && rec.Worker != nil {
+		if rec, err := p.Status(octx, id); err == nil && !rec.Worker.IsZero() {
 			notes = append(notes, fmt.Sprintf("%s: frozen on w-stall, committed by %s on attempt %d", id, rec.Worker.Name, rec.Attempt))
 		}
 	}
 	if id, _ := d.killJob.Load().(string); id != "" {
-		if rec, err := p.Status(octx, id); err == nil && rec.Worker != nil {
+		if rec, err := p.Status(octx, id); err == nil && !rec.Worker.IsZero() {
 			notes = append(notes, fmt.Sprintf("%s: lost when w-kill died, committed by %s on attempt %d", id, rec.Worker.Name, rec.Attempt))
 		}
 	}

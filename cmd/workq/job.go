@@ -78,7 +78,7 @@ func (f *jobGetFlags) run(ctx context.Context, a *app) error {
 			{"attempt", attempts},
 			{"sequence", rec.Sequence},
 		}
-		if rec.Worker != nil {
+		if !rec.Worker.IsZero() {
 			fields = append(fields, field{"worker", fmt.Sprintf("%s (host %s, pid %d)", rec.Worker.Name, rec.Worker.Host, rec.Worker.PID)})
 		}
 		fields = append(fields, field{"enqueued", rec.EnqueuedAt}, field{"started", rec.StartedAt}, field{"finished", rec.FinishedAt})

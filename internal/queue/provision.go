@@ -9,12 +9,18 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/retry"
 )
 
 // ErrIncompatible means a queue's stream, bucket or consumer exists with a
 // configuration workq cannot use; workq never changes it silently.
 var ErrIncompatible = errors.New("incompatible existing configuration")
+
+// ErrNeedsCluster means the queue asks for more replicas than the server can place:
+// a server that is not part of a cluster keeps one replica only, and a cluster needs
+// at least as many JetStream nodes up as the replicas asked.
+var ErrNeedsCluster = errors.New("needs a cluster")
 
 // Defaults of a queue's configuration.
 const (
@@ -111,9 +117,28 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("provision queue %s: %w", n.Queue, err)
+		return nil, fmt.Errorf("provision queue %s: %w", n.Queue, replicasError(replicas, err))
 	}
 	return o, nil
+}
+
+// replicasError explains err when it is the server refusing to place the replicas
+// asked: code 10074 from a single server (not clustered), 10005 ("no suitable peers")
+// from a cluster with fewer JetStream nodes up than replicas. Both then match
+// ErrNeedsCluster, and the server's error stays wrapped. Other errors are returned as
+// they are.
+func replicasError(replicas int, err error) error {
+	switch {
+	case replicas <= 1:
+		return err
+	case jserr.HasCode(err, 10074):
+		return fmt.Errorf("a queue of %d replicas %w of at least %d nodes, and the server is a single node (on one server, leave Replicas unset or set it to 1): %w",
+			replicas, ErrNeedsCluster, replicas, err)
+	case jserr.HasCode(err, 10005):
+		return fmt.Errorf("a queue of %d replicas %w of at least %d nodes, and the cluster has too few JetStream nodes up to place them: %w",
+			replicas, ErrNeedsCluster, replicas, err)
+	}
+	return err
 }
 
 func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, cfg Config) (jetstream.Stream, error) {

@@ -1,0 +1,100 @@
+package producer_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workq/workq/producer"
+	"github.com/workq/workq/testenv"
+)
+
+type invoice struct {
+	Number string `json:"number"`
+	Cents  int    `json:"cents"`
+}
+
+func (invoice) Kind() string { return "invoice" }
+
+// refund names its kind with a pointer receiver.
+type refund struct {
+	Invoice string `json:"invoice"`
+}
+
+func (*refund) Kind() string { return "refund" }
+
+// unencodable has a field JSON cannot encode.
+type unencodable struct{ C chan int }
+
+func (unencodable) Kind() string { return "unencodable" }
+
+func TestNewJobEncodesArgsUnderTheirKind(t *testing.T) {
+	t.Parallel()
+	j, err := producer.NewJob(invoice{Number: "F-1", Cents: 990}, producer.ID("inv-1"), producer.Header("Trace", "t1"), producer.MaxAttempts(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Kind != "invoice" || string(j.Payload) != `{"number":"F-1","cents":990}` || j.ID != "inv-1" || j.Header.Get("Trace") != "t1" || j.MaxAttempts != 3 {
+		t.Fatalf("NewJob = %+v (payload %s)", j, j.Payload)
+	}
+	if j, err = producer.NewJob(&refund{Invoice: "F-1"}, producer.Kind("refund")); err != nil || j.Kind != "refund" || string(j.Payload) != `{"invoice":"F-1"}` {
+		t.Fatalf("NewJob(&refund, Kind of the same kind) = %+v, %v", j, err)
+	}
+
+	var nilRefund *refund
+	for name, c := range map[string]struct {
+		args producer.JobArgs
+		opts []producer.EnqueueOption
+		says string
+	}{
+		"nil":           {nil, nil, "nil job args"},
+		"nil pointer":   {nilRefund, nil, "nil job args: *producer_test.refund"},
+		"another kind":  {invoice{}, []producer.EnqueueOption{producer.Kind("refund")}, `producer_test.invoice is of kind "invoice"; a Kind option says "refund"`},
+		"not JSON-able": {unencodable{}, nil, "producer_test.unencodable as JSON"},
+	} {
+		_, err := producer.NewJob(c.args, c.opts...)
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: NewJob returned %v, want an error saying %q", name, err, c.says)
+		}
+		if strings.HasPrefix(name, "nil") && !errors.Is(err, producer.ErrNilArgs) {
+			t.Errorf("%s: %v is not ErrNilArgs", name, err)
+		}
+	}
+}
+
+func TestEnqueueArgsStoresTheJSONAndKind(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.MemoryStore())
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 20*time.Second)
+	p, err := producer.New(ctx, js, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := p.EnqueueArgs(ctx, invoice{Number: "F-2", Cents: 5}, producer.ID("inv-2"), producer.MaxAttempts(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, "WORKQ_billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := s.GetMsg(ctx, info.Sequence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(msg.Data) != `{"number":"F-2","cents":5}` || msg.Header.Get("Workq-Kind") != "invoice" ||
+		msg.Header.Get("Workq-Max-Attempts") != "4" || msg.Subject != "workq.billing.jobs.inv-2" {
+		t.Fatalf("stored job: subject %s, headers %v, payload %s", msg.Subject, msg.Header, msg.Data)
+	}
+	if _, err := p.EnqueueArgs(ctx, invoice{}, producer.Kind("refund")); err == nil || !strings.Contains(err.Error(), "queue billing") {
+		t.Fatalf("EnqueueArgs with a Kind option of another kind: %v", err)
+	}
+	if _, err := p.EnqueueArgs(ctx, nil); !errors.Is(err, producer.ErrNilArgs) {
+		t.Fatalf("EnqueueArgs(nil): %v", err)
+	}
+	if st, err := s.Info(ctx); err != nil || st.State.Msgs != 1 {
+		t.Fatalf("refused jobs were stored: %+v, %v", st, err)
+	}
+}

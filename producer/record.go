@@ -1,0 +1,125 @@
+package producer
+
+import (
+	"time"
+
+	"github.com/workq/workq/internal/record"
+)
+
+// Record is a job's record as Status reports it: the JSON document workq keeps per
+// job under the job id in the queue's bucket WORKQ_<queue>_JOBS (see the README's
+// "Job record"), which any NATS client can read. Its JSON encoding is that
+// document's: the field tags are its keys, and empty fields are left out as they are
+// there. No field is a pointer: a field a job has not reached yet holds its zero
+// value (a zero time, a zero WorkerInfo, 0, "", nil).
+type Record struct {
+	// ID is the job id, the key of the record and the job's dedup key.
+	ID string `json:"id"`
+	// Queue is the name of the queue the job is on.
+	Queue string `json:"queue"`
+	// Kind is the job's kind (EnqueueOption Kind, or JobArgs.Kind), "" if it has none.
+	Kind string `json:"kind,omitempty"`
+	// State is where the job stands: queued, running, retrying, done or dead.
+	State State `json:"state"`
+	// Attempt counts the runs started so far, 1 on the first run, 0 while the job has
+	// not run. Runs that left no trace (their worker died before writing anything)
+	// count too: every delivery that may have run is an attempt.
+	Attempt int `json:"attempt"`
+	// MaxAttempts is the attempt limit that applied to the last run: the job's own
+	// (EnqueueOption MaxAttempts) or its worker's; 0 while no worker has seen the job
+	// and it has no limit of its own.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Delivery is the JetStream delivery count of the last delivery of the job that a
+	// worker accounted for (claimed, or handed back unstarted); 0 before any. Workers
+	// compare it with a new delivery's count to tell a stale delivery from a new one.
+	Delivery uint64 `json:"delivery,omitempty"`
+	// Epoch identifies the incarnation of the queue's workers' consumer that made
+	// that delivery: its creation time in Unix nanoseconds (a re-created consumer
+	// restarts delivery counts at 1; a newer epoch is newer whatever the count). 0
+	// before any delivery was accounted for.
+	Epoch int64 `json:"epoch,omitempty"`
+	// Sequence is the job message's sequence in the queue's stream.
+	Sequence uint64 `json:"sequence"`
+	// Worker is the worker that ran the last attempt; its zero value (IsZero) means
+	// no worker has claimed the job yet.
+	Worker WorkerInfo `json:"worker,omitzero"`
+	// EnqueuedAt is when the server stored the job; zero if not known.
+	EnqueuedAt time.Time `json:"enqueued_at,omitzero"`
+	// StartedAt is when the last attempt started; zero before the first.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// FinishedAt is when the job became done or dead; zero until then.
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// RetryAt is when a retrying job is due to run again; zero unless it is retrying.
+	RetryAt time.Time `json:"retry_at,omitzero"`
+	// LastError is the last failure's error text (a panic's includes its stack); ""
+	// if no attempt has failed.
+	LastError string `json:"last_error,omitempty"`
+	// Result is what the handler set with Job.SetResult when the job was committed;
+	// nil until then, or if it set nothing. Base64 in JSON.
+	Result []byte `json:"result,omitempty"`
+	// Revision is the KV revision the record was read at: for a running job, its
+	// claim's fencing token (Job.FencingToken). 0 for a queued job that has no record
+	// yet. It is not part of the JSON document (the bucket keeps it beside the value).
+	Revision uint64 `json:"-"`
+}
+
+// WorkerInfo identifies a worker. The zero WorkerInfo stands for no worker.
+type WorkerInfo struct {
+	// Name is the worker's name (consumer.Name; host-pid by default).
+	Name string `json:"name"`
+	// Host is the host name of the machine the worker ran on.
+	Host string `json:"host"`
+	// PID is the worker's process id.
+	PID int `json:"pid"`
+}
+
+// IsZero reports whether w names no worker: the job has not been claimed yet.
+func (w WorkerInfo) IsZero() bool { return w == WorkerInfo{} }
+
+// State is where a job stands.
+type State string
+
+// The states Status reports.
+const (
+	// StateQueued: enqueued and not claimed yet, or handed back unstarted by a
+	// stopping worker.
+	StateQueued State = State(record.Queued)
+	// StateRunning: claimed by a worker that is running it.
+	StateRunning State = State(record.Running)
+	// StateRetrying: an attempt failed; the job runs again at RetryAt.
+	StateRetrying State = State(record.Retrying)
+	// StateDone: committed; the handler succeeded and its result is stored.
+	StateDone State = State(record.Done)
+	// StateDead: failed for good; a copy is in the queue's dead letters.
+	StateDead State = State(record.Dead)
+)
+
+// Terminal reports whether no more attempts will be made: the job is done or dead.
+func (s State) Terminal() bool { return s == StateDone || s == StateDead }
+
+// publicRecord is r as a Record: the one place the stored record becomes the public
+// one.
+func publicRecord(r *record.Record) *Record {
+	out := &Record{
+		ID:          r.ID,
+		Queue:       r.Queue,
+		Kind:        r.Kind,
+		State:       State(r.State),
+		Attempt:     r.Attempt,
+		MaxAttempts: r.MaxAttempts,
+		Delivery:    r.Delivery,
+		Epoch:       r.Epoch,
+		Sequence:    r.Sequence,
+		EnqueuedAt:  r.EnqueuedAt,
+		StartedAt:   r.StartedAt,
+		FinishedAt:  r.FinishedAt,
+		RetryAt:     r.RetryAt,
+		LastError:   r.LastError,
+		Result:      r.Result,
+		Revision:    r.Revision,
+	}
+	if w := r.Worker; w != nil {
+		out.Worker = WorkerInfo{Name: w.Name, Host: w.Host, PID: w.PID}
+	}
+	return out
+}
