@@ -21,7 +21,7 @@ import (
 // re-reads the key when a delete marker is there) and against the minimal raw
 // protocol (a compare-and-set publish, then a compare-and-delete publish).
 func BenchmarkAcquireRelease(b *testing.B) {
-	env := testenv.Start(b, testenv.MemoryStore())
+	env := testenv.Start(b)
 	l := newTestLocker(b, env.JetStream(b))
 	kv, js := l.kv, l.js
 	ctx := context.Background()
@@ -83,7 +83,7 @@ func rawMinimal(b *testing.B, js jetstream.JetStream, subj string, last *uint64)
 // latency is from a holder calling Release to the next holder being granted. The raw
 // equivalent: waiters watch the key with the kv API and Create when it is deleted.
 func BenchmarkHandoff(b *testing.B) {
-	env := testenv.Start(b, testenv.MemoryStore())
+	env := testenv.Start(b)
 	const workers = 4
 	lockers := make([]*Locker, workers)
 	for i := range lockers {
@@ -184,7 +184,7 @@ func rawAcquire(ctx context.Context, kv jetstream.KeyValue, key string) (func(co
 
 // Limiter Allow (admitted path) against a raw publish to a stream of the same shape.
 func BenchmarkLimiterAllow(b *testing.B) {
-	env := testenv.Start(b, testenv.MemoryStore())
+	env := testenv.Start(b)
 	l := newTestLocker(b, env.JetStream(b))
 	ctx := context.Background()
 	lim, err := l.Limiter(ctx, "bench", 1<<30, time.Second)

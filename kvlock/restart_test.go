@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/workq/workq/embedded"
 	"github.com/workq/workq/testenv"
 )
 
@@ -81,7 +82,7 @@ func TestLockSurvivesServerRestart(t *testing.T) {
 // A locker created while the server is down waits for it, within its context.
 func TestNewWaitsForServer(t *testing.T) {
 	t.Parallel()
-	port, err := testenv.FreePort("127.0.0.1")
+	port, err := embedded.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestNewWaitsForServer(t *testing.T) {
 	}
 
 	ctx := testenv.Context(t, 30*time.Second)
-	l := testenv.WaitsForServer(t, func() { testenv.Start(t, testenv.Port(port), testenv.MemoryStore()) },
+	l := testenv.WaitsForServer(t, func() { testenv.Start(t, embedded.Port(port)) },
 		func(ctx context.Context) (*Locker, error) { return New(ctx, js) })
 	lk, err := l.Acquire(ctx, "late")
 	if err != nil {

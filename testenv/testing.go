@@ -1,3 +1,12 @@
+// Package testenv ties embedded nats-servers (package embedded) to tests: Start and
+// StartCluster run a single server or an in-process cluster for a test and close it
+// when the test ends, Conn and JetStream connect to it, StartProxy puts a
+// fault-injection proxy in front of it, and Context, Eventually and WaitsForServer
+// wait with deadlines.
+//
+// A test server takes embedded's options (testenv.Start(t, embedded.SyncAlways()));
+// unlike embedded.Run, its store is in tmpfs by default (embedded.MemoryStore),
+// because a test never needs its data on disk.
 package testenv
 
 import (
@@ -6,18 +15,29 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/embedded"
+	"github.com/workq/workq/internal/faultproxy"
 )
+
+// defaults are the options every test server starts with, before the test's own: the
+// store in tmpfs (embedded.MemoryStore), since a test never needs its data on disk
+// and writes to RAM are faster. embedded.Dir in the test's options puts the store on
+// disk.
+func defaults(opts []embedded.Option) []embedded.Option {
+	return append([]embedded.Option{embedded.MemoryStore()}, opts...)
+}
 
 // Env is a single embedded server tied to a test.
 type Env struct {
-	*Server
+	*embedded.Server
 }
 
-// Start runs a single embedded server for the test and stops it, removing its
-// store, when the test ends. It fails the test if the server cannot start.
-func Start(t testing.TB, opts ...Option) *Env {
+// Start runs a single embedded server for the test, with its store in tmpfs unless
+// opts say otherwise, and stops it, removing its store, when the test ends. It fails the test if the server cannot start.
+func Start(t testing.TB, opts ...embedded.Option) *Env {
 	t.Helper()
-	s, err := Run(opts...)
+	s, err := embedded.Run(defaults(opts)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +58,8 @@ func (e *Env) Restart(t testing.TB) {
 // stopped (Stop) is connected to once it is back.
 func (e *Env) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	if e.opts.Username != "" {
-		opts = append([]nats.Option{nats.UserInfo(e.opts.Username, e.opts.Password)}, opts...)
+	if u, p := e.UserPassword(); u != "" {
+		opts = append([]nats.Option{nats.UserInfo(u, p)}, opts...)
 	}
 	return connect(t, e.URL(), opts...)
 }
@@ -52,14 +72,15 @@ func (e *Env) JetStream(t testing.TB, opts ...nats.Option) jetstream.JetStream {
 
 // TestCluster is an in-process cluster tied to a test.
 type TestCluster struct {
-	*Cluster
+	*embedded.Cluster
 }
 
-// StartCluster runs an n-node cluster for the test and returns once it has a
-// JetStream meta leader; it is stopped and removed when the test ends.
-func StartCluster(t testing.TB, n int, opts ...Option) *TestCluster {
+// StartCluster runs an n-node cluster for the test, with its stores in tmpfs unless
+// opts say otherwise, and returns once it has a JetStream meta leader; it is stopped
+// and removed when the test ends.
+func StartCluster(t testing.TB, n int, opts ...embedded.Option) *TestCluster {
 	t.Helper()
-	cl, err := RunCluster(n, opts...)
+	cl, err := embedded.RunCluster(n, defaults(opts)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +100,8 @@ func (c *TestCluster) Restart(t testing.TB, i int) {
 // test ends.
 func (c *TestCluster) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	if u := c.opts[0].Username; u != "" {
-		opts = append([]nats.Option{nats.UserInfo(u, c.opts[0].Password)}, opts...)
+	if u, p := c.UserPassword(); u != "" {
+		opts = append([]nats.Option{nats.UserInfo(u, p)}, opts...)
 	}
 	return connect(t, c.URL(), opts...)
 }
@@ -117,10 +138,14 @@ func newJS(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 	return js
 }
 
+// Proxy is a TCP proxy in front of a server for fault injection (see
+// faultproxy.Proxy): Pause stalls the link, Resume lets it flow, Cut closes it.
+type Proxy = faultproxy.Proxy
+
 // StartProxy runs a fault-injection Proxy to target for the test.
 func StartProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	p, err := NewProxy(target)
+	p, err := faultproxy.New(target)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/embedded"
 	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/internal/faultproxy"
 	"github.com/workq/workq/producer"
-	"github.com/workq/workq/testenv"
 )
 
 type demoFlags struct {
@@ -77,7 +78,7 @@ type demo struct {
 	out   *eventPrinter
 	start time.Time
 
-	srv   *testenv.Server
+	srv   *embedded.Server
 	conns []*nats.Conn
 
 	stallJob, killJob atomic.Value // string: the job each faulty worker had
@@ -93,7 +94,7 @@ func (a *app) demo(ctx context.Context, f demoFlags) error {
 		stallDone: make(chan struct{}), killDone: make(chan struct{})}
 	defer d.close()
 
-	srv, err := testenv.Run()
+	srv, err := embedded.Run()
 	if err != nil {
 		return fmt.Errorf("start the embedded server: %v", err)
 	}
@@ -359,7 +360,7 @@ func (d *demo) startWorker(ctx context.Context, wg *sync.WaitGroup, name string)
 // swapped-out process or a network partition would. The job moves on to another
 // worker; when w-stall comes back and commits, the commit is refused.
 func (d *demo) startStaller(ctx context.Context, wg *sync.WaitGroup) error {
-	proxy, err := testenv.NewProxy(d.srv.URL())
+	proxy, err := faultproxy.New(d.srv.URL())
 	if err != nil {
 		return err
 	}

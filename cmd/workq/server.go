@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/workq/workq/testenv"
+	"github.com/workq/workq/embedded"
 )
 
 func (a *app) serverCommand() *cobra.Command {
@@ -53,14 +53,14 @@ For production, run nats-server itself (ideally a 3-node cluster).`,
 				return fmt.Errorf("cannot listen on %s: %v (is another server running? use --port)", addr, err)
 			}
 			ln.Close()
-			opts := []testenv.Option{testenv.Dir(abs), testenv.Port(port), testenv.Host(host)}
+			opts := []embedded.Option{embedded.Dir(abs), embedded.Port(port), embedded.Host(host)}
 			if syncAlways {
-				opts = append(opts, testenv.SyncAlways())
+				opts = append(opts, embedded.SyncAlways())
 			}
 			if logging {
-				opts = append(opts, testenv.Logging())
+				opts = append(opts, embedded.Logging())
 			}
-			srv, err := testenv.Run(opts...)
+			srv, err := embedded.Run(opts...)
 			if err != nil {
 				return fmt.Errorf("start server: %v", err)
 			}
@@ -84,7 +84,7 @@ For production, run nats-server itself (ideally a 3-node cluster).`,
 			fmt.Fprintln(a.stdout, "  Ctrl-C stops it")
 			<-cmd.Context().Done()
 			stopMetrics()
-			srv.Close() // keeps the data: the directory was given, not created by testenv
+			srv.Close() // keeps the data: the directory was given, not created by Run
 			fmt.Fprintln(a.stdout, "workq server stopped")
 			return nil
 		},

@@ -1,4 +1,4 @@
-package testenv
+package embedded
 
 import (
 	"errors"
@@ -32,7 +32,7 @@ type Cluster struct {
 func RunCluster(n int, opts ...Option) (*Cluster, error) {
 	if n < 2 {
 		// A one-node cluster never elects a JetStream meta leader: it waits for peers.
-		return nil, fmt.Errorf("testenv: cluster size %d: need at least 2 nodes (one node is testenv.Run)", n)
+		return nil, fmt.Errorf("testenv: cluster size %d: need at least 2 nodes (one node is embedded.Run)", n)
 	}
 	c := config{host: "127.0.0.1"}
 	for _, o := range opts {
@@ -129,6 +129,11 @@ func (cl *Cluster) URLs() []string {
 
 // URL is every node's client URL joined by commas, as nats.Connect takes them.
 func (cl *Cluster) URL() string { return strings.Join(cl.URLs(), ",") }
+
+// UserPassword returns the user and password clients must present, empty without.
+func (cl *Cluster) UserPassword() (user, password string) {
+	return cl.opts[0].Username, cl.opts[0].Password
+}
 
 // Node is node i's running server, nil while stopped.
 func (cl *Cluster) Node(i int) *server.Server {

@@ -1,9 +1,6 @@
-// Package testenv runs an embedded nats-server with JetStream: a single node or an
-// in-process 3-node cluster, for tests and for the CLI's zero-setup mode.
-//
-// Start and StartCluster tie the servers to a test and clean them up with it; Run
-// starts the same single node without a testing.TB, for programs.
-package testenv
+// Package embedded runs an embedded nats-server with JetStream: a single node or an
+// in-process cluster, for programs (`workq server`) and, through testenv, for tests.
+package embedded
 
 import (
 	"errors"
@@ -131,7 +128,7 @@ func (c *config) storeDir(pattern string) (dir string, own bool, err error) {
 	}
 	d, err := os.MkdirTemp(base, pattern)
 	if err != nil {
-		return "", false, fmt.Errorf("testenv: store directory: %w", err)
+		return "", false, fmt.Errorf("embedded: store directory: %w", err)
 	}
 	return d, true, nil
 }
@@ -153,7 +150,7 @@ func startServer(opts server.Options, logging bool) (*server.Server, error) {
 	o.NoLog = !logging
 	srv, err := server.NewServer(&o)
 	if err != nil {
-		return nil, fmt.Errorf("testenv: configure nats-server: %w", err)
+		return nil, fmt.Errorf("embedded: configure nats-server: %w", err)
 	}
 	if logging {
 		srv.ConfigureLogger()
@@ -161,7 +158,7 @@ func startServer(opts server.Options, logging bool) (*server.Server, error) {
 	srv.Start()
 	if !srv.ReadyForConnections(20 * time.Second) {
 		srv.Shutdown()
-		return nil, fmt.Errorf("testenv: nats-server on %s:%d not ready within 20s", o.Host, o.Port)
+		return nil, fmt.Errorf("embedded: nats-server on %s:%d not ready within 20s", o.Host, o.Port)
 	}
 	return srv, nil
 }
@@ -173,6 +170,9 @@ func (s *Server) URL() string {
 
 // StoreDir is the JetStream store directory.
 func (s *Server) StoreDir() string { return s.opts.StoreDir }
+
+// UserPassword returns the user and password clients must present, empty without.
+func (s *Server) UserPassword() (user, password string) { return s.opts.Username, s.opts.Password }
 
 // NATS is the running nats-server, nil while stopped.
 func (s *Server) NATS() *server.Server {
@@ -216,7 +216,7 @@ func (s *Server) cleanup() {
 func FreePort(host string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return 0, fmt.Errorf("testenv: find a free port: %w", err)
+		return 0, fmt.Errorf("embedded: find a free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
@@ -226,4 +226,4 @@ func mustURL(host string, port int) *url.URL {
 	return &url.URL{Scheme: "nats", Host: net.JoinHostPort(host, strconv.Itoa(port))}
 }
 
-var errNoLeader = errors.New("testenv: no JetStream meta leader")
+var errNoLeader = errors.New("embedded: no JetStream meta leader")

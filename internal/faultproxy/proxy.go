@@ -1,4 +1,7 @@
-package testenv
+// Package faultproxy is a TCP proxy for fault injection: it stalls or cuts the link
+// between a NATS client and its server on demand. Tests use it through testenv; the
+// workq demo and benchmarks use it directly, without linking the testing package.
+package faultproxy
 
 import (
 	"fmt"
@@ -23,15 +26,15 @@ type Proxy struct {
 	wg     sync.WaitGroup
 }
 
-// NewProxy listens on a free loopback port and forwards to target (host:port or a
+// New listens on a free loopback port and forwards to target (host:port or a
 // nats:// URL).
-func NewProxy(target string) (*Proxy, error) {
+func New(target string) (*Proxy, error) {
 	if u, err := url.Parse(target); err == nil && u.Host != "" {
 		target = u.Host
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("testenv: proxy listen: %w", err)
+		return nil, fmt.Errorf("faultproxy: listen on a loopback port: %w", err)
 	}
 	p := &Proxy{ln: ln, target: target, resume: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 	close(p.resume)

@@ -1,4 +1,4 @@
-package testenv_test
+package embedded_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/embedded"
 	"github.com/workq/workq/testenv"
 )
 
@@ -32,7 +33,7 @@ func wantSyncAlways(t *testing.T, srv *server.Server, want bool) {
 
 func TestRestartKeepsFileStreams(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.SyncAlways())
+	env := testenv.Start(t, embedded.SyncAlways())
 	wantSyncAlways(t, env.NATS(), true)
 	js := env.JetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -75,7 +76,7 @@ func TestRestartKeepsFileStreams(t *testing.T) {
 
 func TestUserPassword(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.UserPassword("u", "p"), testenv.MemoryStore())
+	env := testenv.Start(t, embedded.UserPassword("u", "p"), embedded.MemoryStore())
 	_, err := nats.Connect(env.URL(), nats.UserInfo("u", "wrong"))
 	if !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("wrong password: err = %v, want authorization violation", err)
@@ -88,7 +89,7 @@ func TestUserPassword(t *testing.T) {
 
 func TestRunWithoutTesting(t *testing.T) {
 	t.Parallel()
-	s, err := testenv.Run()
+	s, err := embedded.Run()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func haveShm() bool {
 
 func TestMemoryStoreIsAFileStoreInTmpfs(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t, embedded.MemoryStore())
 	if haveShm() {
 		wantStoreIn(t, env.NATS(), "/dev/shm")
 	}
@@ -161,7 +162,7 @@ func TestMemoryStoreIsAFileStoreInTmpfs(t *testing.T) {
 func TestClusterStoreOptions(t *testing.T) {
 	t.Parallel()
 	t.Run("memory store and sync always", func(t *testing.T) {
-		cl, err := testenv.RunCluster(3, testenv.MemoryStore(), testenv.SyncAlways())
+		cl, err := embedded.RunCluster(3, embedded.MemoryStore(), embedded.SyncAlways())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +182,7 @@ func TestClusterStoreOptions(t *testing.T) {
 	})
 	t.Run("dir", func(t *testing.T) {
 		dir := t.TempDir()
-		cl, err := testenv.RunCluster(3, testenv.Dir(dir))
+		cl, err := embedded.RunCluster(3, embedded.Dir(dir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +251,7 @@ func TestClusterStopAndRestartNode(t *testing.T) {
 func TestRunClusterRefusesOneNode(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{-1, 0, 1} {
-		if cl, err := testenv.RunCluster(n); err == nil || !strings.Contains(err.Error(), "at least 2") {
+		if cl, err := embedded.RunCluster(n); err == nil || !strings.Contains(err.Error(), "at least 2") {
 			if cl != nil {
 				cl.Close()
 			}
