@@ -3,58 +3,61 @@ package embedded
 import (
 	"errors"
 	"fmt"
-	"net/url"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
-// Cluster is an in-process JetStream cluster of n nodes on loopback. Every node's
-// routes are fixed up front, so a stopped node rejoins on Restart.
+// Cluster is an in-process JetStream cluster: n Servers on one host, each a node
+// with its own Name, client port and RoutePort, all listing each other's routes up
+// front, so that a stopped node rejoins on Restart.
 type Cluster struct {
-	mu      sync.Mutex
-	opts    []server.Options
-	nodes   []*server.Server
-	dir     string
-	ownDir  bool
-	logging bool
+	nodes  []*Server
+	dir    string
+	ownDir bool
 }
 
-// RunCluster starts an n-node cluster (n ≥ 2; a single node is Run) and returns once
-// a JetStream meta leader is elected and every node is current. The store options
-// apply as for Run: node i
-// stores under <dir>/n<i>, where dir is Dir's directory (kept) or a new temporary one
-// (in tmpfs with MemoryStore) that Close removes.
+// DefaultClusterName is the cluster name RunCluster gives its nodes unless the
+// options hold a ClusterName.
+const DefaultClusterName = "workq"
+
+// RunCluster starts an n-node cluster (n ≥ 2: a single node is Run) and returns once
+// a JetStream meta leader is elected and sees every node. The options apply to every
+// node, except Name, Port, RoutePort and Routes, which RunCluster sets: node i is named
+// workq-n<i>, on ports picked free. Node i stores under <dir>/n<i>, where dir is Dir's
+// directory (kept) or a new temporary one (in tmpfs with MemoryStore) that Close
+// removes.
 func RunCluster(n int, opts ...Option) (*Cluster, error) {
 	if n < 2 {
 		// A one-node cluster never elects a JetStream meta leader: it waits for peers.
-		return nil, fmt.Errorf("testenv: cluster size %d: need at least 2 nodes (one node is embedded.Run)", n)
+		return nil, invalid("cluster size %d: want at least 2 nodes (one node is embedded.Run)", n)
 	}
-	c := config{host: "127.0.0.1"}
-	for _, o := range opts {
-		o(&c)
+	c := newConfig(opts)
+	if c.clusterName == "" {
+		c.clusterName = DefaultClusterName
 	}
 	dir, own, err := c.storeDir("workq-cluster-")
 	if err != nil {
 		return nil, err
 	}
-	cl := &Cluster{dir: dir, ownDir: own, logging: c.logging || os.Getenv("WORKQ_SERVER_LOG") == "1"}
+	cl := &Cluster{dir: dir, ownDir: own}
 	// The ports are picked free, then bound by the nodes a moment later; another
-	// process (a parallel test package's server) can take one in between, and that
-	// node never gets ready. Such a start is tried again on fresh ports.
+	// process can take one in between. Such a start is tried again on fresh ports.
 	for try := 1; ; try++ {
 		err = cl.start(c, n)
 		if err == nil {
 			break
 		}
-		for i := range cl.nodes {
-			cl.Stop(i)
-		}
-		if try == 3 {
+		cl.stopAll()
+		if try == 3 || !errors.Is(err, syscall.EADDRINUSE) {
 			cl.Close()
 			return nil, err
 		}
@@ -71,48 +74,41 @@ func RunCluster(n int, opts ...Option) (*Cluster, error) {
 func (cl *Cluster) start(c config, n int) error {
 	clientPorts := make([]int, n)
 	routePorts := make([]int, n)
-	var routes []*url.URL
-	var err error
+	routes := make([]string, n)
 	for i := range n {
+		var err error
 		if clientPorts[i], err = FreePort(c.host); err != nil {
 			return err
 		}
 		if routePorts[i], err = FreePort(c.host); err != nil {
 			return err
 		}
-		routes = append(routes, mustURL(c.host, routePorts[i]))
+		routes[i] = "nats://" + net.JoinHostPort(c.host, strconv.Itoa(routePorts[i]))
 	}
-	cl.opts = nil
+	cl.nodes = make([]*Server, n)
 	for i := range n {
-		cl.opts = append(cl.opts, server.Options{
-			ServerName: fmt.Sprintf("workq-n%d", i),
-			Host:       c.host,
-			Port:       clientPorts[i],
-			JetStream:  true,
-			StoreDir:   filepath.Join(cl.dir, fmt.Sprintf("n%d", i)),
-			SyncAlways: c.syncAlways,
-			Username:   c.user,
-			Password:   c.pass,
-			NoSigs:     true,
-			Cluster: server.ClusterOpts{
-				Name: "workq-test",
-				Host: c.host,
-				Port: routePorts[i],
-			},
-			Routes: routes,
-		})
+		nc := c
+		nc.name = fmt.Sprintf("workq-n%d", i)
+		nc.port = clientPorts[i]
+		nc.routePort = routePorts[i]
+		nc.routes = routes
+		nc.dir = filepath.Join(cl.dir, fmt.Sprintf("n%d", i))
+		s, err := newServer(nc, "")
+		if err != nil {
+			cl.nodes = nil
+			return err
+		}
+		cl.nodes[i] = s
 	}
-	cl.nodes = make([]*server.Server, n)
-	// Start all nodes before waiting on any: a node is ready for clients only once
-	// JetStream has a quorum.
+	// Start all nodes before waiting on any: JetStream in each waits for its peers.
 	var wg sync.WaitGroup
 	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl.nodes[i], errs[i] = startServer(cl.opts[i], cl.logging)
-		}()
+	for i, s := range cl.nodes {
+		wg.Go(func() {
+			if err := s.start(); err != nil {
+				errs[i] = fmt.Errorf("node %d: %w", i, err)
+			}
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -121,8 +117,8 @@ func (cl *Cluster) start(c config, n int) error {
 // URLs are the client URLs of every node, running or not.
 func (cl *Cluster) URLs() []string {
 	var u []string
-	for _, o := range cl.opts {
-		u = append(u, mustURL(o.Host, o.Port).String())
+	for _, s := range cl.nodes {
+		u = append(u, s.URL())
 	}
 	return u
 }
@@ -130,45 +126,28 @@ func (cl *Cluster) URLs() []string {
 // URL is every node's client URL joined by commas, as nats.Connect takes them.
 func (cl *Cluster) URL() string { return strings.Join(cl.URLs(), ",") }
 
-// UserPassword returns the user and password clients must present, empty without.
-func (cl *Cluster) UserPassword() (user, password string) {
-	return cl.opts[0].Username, cl.opts[0].Password
-}
+// ClientOptions are the nats.Connect options carrying the credentials the nodes
+// require, as Server.ClientOptions.
+func (cl *Cluster) ClientOptions() []nats.Option { return cl.nodes[0].ClientOptions() }
 
-// Node is node i's running server, nil while stopped.
-func (cl *Cluster) Node(i int) *server.Server {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	return cl.nodes[i]
-}
+// Server is node i.
+func (cl *Cluster) Server(i int) *Server { return cl.nodes[i] }
+
+// Node is node i's running nats-server, nil while stopped.
+func (cl *Cluster) Node(i int) *server.Server { return cl.nodes[i].NATS() }
 
 // Size is the number of nodes.
-func (cl *Cluster) Size() int { return len(cl.opts) }
+func (cl *Cluster) Size() int { return len(cl.nodes) }
 
 // Stop shuts node i down, keeping its store.
-func (cl *Cluster) Stop(i int) {
-	cl.mu.Lock()
-	srv := cl.nodes[i]
-	cl.nodes[i] = nil
-	cl.mu.Unlock()
-	if srv != nil {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	}
-}
+func (cl *Cluster) Stop(i int) { cl.nodes[i].Stop() }
 
 // Restart stops node i if it runs and starts it again with its store and ports.
-func (cl *Cluster) Restart(i int) error {
-	cl.Stop(i)
-	srv, err := startServer(cl.opts[i], cl.logging)
-	if err != nil {
-		return err
-	}
-	cl.mu.Lock()
-	cl.nodes[i] = srv
-	cl.mu.Unlock()
-	return nil
-}
+func (cl *Cluster) Restart(i int) error { return cl.nodes[i].Restart() }
+
+// ErrNoLeader is wrapped by WaitForLeader's error when no JetStream meta leader with
+// every running node current and online was seen in time.
+var ErrNoLeader = errors.New("embedded: no JetStream meta leader")
 
 // WaitForLeader waits until one running node is the JetStream meta leader, every
 // running node is current with it, and the leader sees every running node online
@@ -177,8 +156,8 @@ func (cl *Cluster) WaitForLeader(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		leader, current, running, online := false, true, 0, 0
-		cl.mu.Lock()
-		for _, s := range cl.nodes {
+		for i := range cl.nodes {
+			s := cl.Node(i)
 			if s == nil {
 				continue
 			}
@@ -189,12 +168,11 @@ func (cl *Cluster) WaitForLeader(timeout time.Duration) error {
 			}
 			current = current && s.JetStreamIsCurrent()
 		}
-		cl.mu.Unlock()
 		if leader && current && online >= running {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w within %s", errNoLeader, timeout)
+			return fmt.Errorf("%w within %s", ErrNoLeader, timeout)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -203,10 +181,8 @@ func (cl *Cluster) WaitForLeader(timeout time.Duration) error {
 // StreamLeader returns the index of the node leading stream in the global account,
 // or -1 if no running node leads it.
 func (cl *Cluster) StreamLeader(stream string) int {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	for i, s := range cl.nodes {
-		if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+	for i := range cl.nodes {
+		if s := cl.Node(i); s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
 			return i
 		}
 	}
@@ -218,10 +194,16 @@ func (cl *Cluster) StoreDir() string { return cl.dir }
 
 // Close stops every node and removes the cluster's store if RunCluster created it.
 func (cl *Cluster) Close() {
-	for i := range cl.nodes {
-		cl.Stop(i)
-	}
+	cl.stopAll()
 	if cl.ownDir {
 		_ = os.RemoveAll(cl.dir)
+	}
+}
+
+func (cl *Cluster) stopAll() {
+	for _, s := range cl.nodes {
+		if s != nil {
+			s.Stop()
+		}
 	}
 }

@@ -1,187 +1,173 @@
-// Package embedded runs an embedded nats-server with JetStream: a single node or an
-// in-process cluster, for programs (`workq server`) and, through testenv, for tests.
 package embedded
 
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
-// Option configures an embedded server.
-type Option func(*config)
+// ReadyTimeout is how long Run and Restart wait for a started server to accept
+// connections before they give up: long enough for a loaded machine, short enough
+// that a server which will never be ready is reported.
+const ReadyTimeout = 20 * time.Second
 
-type config struct {
-	host       string
-	port       int
-	dir        string
-	syncAlways bool
-	memory     bool
-	user, pass string
-	logging    bool
-}
-
-// SyncAlways makes the server fsync every write (sync_interval: always). Slower, but an
-// acknowledged publish survives a power failure. The default fsyncs every 2 minutes.
-func SyncAlways() Option { return func(c *config) { c.syncAlways = true } }
-
-// MemoryStore puts the temporary store directory in a RAM-backed tmpfs, /dev/shm,
-// where the machine has one (else in the ordinary temporary directory, on disk).
-//
-// It is not JetStream memory storage: the server still runs its file store, and
-// every stream keeps the storage type it asks for. File-storage streams are written
-// to files that happen to live in RAM, so writes and fsyncs cost no disk I/O, their
-// data survives Restart (and Stop, until Close removes the directory), and nothing
-// survives a reboot. It has no effect together with Dir. Default off: the store is
-// a new directory under os.TempDir.
-func MemoryStore() Option { return func(c *config) { c.memory = true } }
-
-// UserPassword requires clients to authenticate with this user and password.
-func UserPassword(user, password string) Option {
-	return func(c *config) { c.user, c.pass = user, password }
-}
-
-// Port sets the client port. The default, 0, picks a free port once and keeps it
-// across Restart so that connected clients reconnect.
-func Port(port int) Option { return func(c *config) { c.port = port } }
-
-// Host sets the listen address. Default 127.0.0.1: nothing outside the machine can reach it.
-func Host(host string) Option { return func(c *config) { c.host = host } }
-
-// Dir sets the JetStream store directory (for a cluster, node i stores under
-// dir/n<i>). Default: a new temporary directory, removed by Close. A directory given
-// here is kept, so its data survives.
-func Dir(dir string) Option { return func(c *config) { c.dir = dir } }
-
-// Logging sends the server's own log to stderr. Default off; the environment
-// variable WORKQ_SERVER_LOG=1 turns it on too.
-func Logging() Option { return func(c *config) { c.logging = true } }
-
-// Server is one embedded nats-server with JetStream enabled.
+// Server is one embedded nats-server with JetStream enabled: a single server, or one
+// node of a cluster (ClusterName).
 type Server struct {
-	mu      sync.Mutex
-	opts    server.Options
-	srv     *server.Server
-	ownDir  bool
-	logging bool
+	opts   server.Options // settled by the first start (ports), then fixed
+	logger *slog.Logger
+	ownDir bool
+
+	mu  sync.Mutex
+	srv *server.Server
 }
 
-// Run starts a single embedded server and returns once it accepts connections.
-// Close stops it and removes a temporary store.
+// Run starts an embedded server and returns once it accepts connections. Close
+// stops it and removes a temporary store. A bad option is an error wrapping
+// ErrInvalidOption; a port already taken, one wrapping syscall.EADDRINUSE.
 func Run(opts ...Option) (*Server, error) {
-	c := config{host: "127.0.0.1"}
-	for _, o := range opts {
-		o(&c)
-	}
-	s := &Server{logging: c.logging || os.Getenv("WORKQ_SERVER_LOG") == "1"}
-	dir, own, err := c.storeDir("workq-js-")
+	s, err := newServer(newConfig(opts), "workq-js-")
 	if err != nil {
 		return nil, err
 	}
-	c.dir, s.ownDir = dir, own
-	if c.port == 0 {
-		p, err := FreePort(c.host)
-		if err != nil {
-			if own {
-				_ = os.RemoveAll(dir)
-			}
-			return nil, err
-		}
-		c.port = p
-	}
-	s.opts = server.Options{
-		Host:       c.host,
-		Port:       c.port,
-		JetStream:  true,
-		StoreDir:   c.dir,
-		SyncAlways: c.syncAlways,
-		Username:   c.user,
-		Password:   c.pass,
-		NoSigs:     true,
-	}
 	if err := s.start(); err != nil {
-		s.cleanup()
+		s.removeStore()
 		return nil, err
 	}
 	return s, nil
 }
 
-// storeDir returns the store directory the options ask for: Dir's, kept (own false),
-// or a new temporary one named pattern, in tmpfs with MemoryStore, that the caller
-// removes on Close (own true).
-func (c *config) storeDir(pattern string) (dir string, own bool, err error) {
-	if c.dir != "" {
-		return c.dir, false, nil
-	}
-	base := ""
-	if c.memory {
-		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-			base = "/dev/shm"
-		}
-	}
-	d, err := os.MkdirTemp(base, pattern)
+// newServer checks c and prepares a server on the store it asks for (a new
+// temporary directory named pattern unless Dir), without starting it.
+func newServer(c config, pattern string) (*Server, error) {
+	o, err := c.serverOptions()
 	if err != nil {
-		return "", false, fmt.Errorf("embedded: store directory: %w", err)
+		return nil, err
 	}
-	return d, true, nil
+	dir, own, err := c.storeDir(pattern)
+	if err != nil {
+		return nil, err
+	}
+	o.StoreDir = dir
+	l := c.logger
+	if l != nil && c.name != "" {
+		l = l.With("server", c.name)
+	}
+	return &Server{opts: o, logger: l, ownDir: own}, nil
 }
 
+// start starts the server and waits until it accepts connections. The first start
+// fixes the ports the system picked, so that every Restart listens on the same ones.
 func (s *Server) start() error {
-	srv, err := startServer(s.opts, s.logging)
+	o := s.opts // NewServer keeps a pointer: every start gets its own copy
+	srv, err := server.NewServer(&o)
 	if err != nil {
-		return err
+		return fmt.Errorf("embedded: configure nats-server: %w", err)
+	}
+	log := &serverLog{l: s.logger}
+	srv.SetLoggerV2(log, log.enabled(slog.LevelDebug), log.enabled(LevelTrace), false)
+	srv.Start()
+	if err := waitReady(srv, log); err != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		where := s.addr()
+		if s.opts.Port == server.RANDOM_PORT {
+			where = s.opts.Host + " (on a free port)"
+		}
+		return fmt.Errorf("embedded: start nats-server on %s: %w", where, err)
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.srv = srv
-	s.mu.Unlock()
+	if s.opts.Port == server.RANDOM_PORT {
+		s.opts.Port = srv.Addr().(*net.TCPAddr).Port
+	}
+	if s.opts.Cluster.Port == server.RANDOM_PORT {
+		s.opts.Cluster.Port = srv.ClusterAddr().Port
+	}
 	return nil
 }
 
-// startServer starts a server with opts and waits until it accepts connections.
-func startServer(opts server.Options, logging bool) (*server.Server, error) {
-	o := opts // NewServer keeps a pointer; every start gets its own copy.
-	o.NoLog = !logging
-	srv, err := server.NewServer(&o)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: configure nats-server: %w", err)
+// waitReady waits until srv accepts connections, or logs a fatal error (which
+// nats-server does instead of returning one: a port taken, a store it cannot open).
+func waitReady(srv *server.Server, log *serverLog) error {
+	deadline := time.Now().Add(ReadyTimeout)
+	for {
+		ready := srv.ReadyForConnections(50 * time.Millisecond)
+		if err := log.fatalErr(); err != nil {
+			if op, ok := errors.AsType[*net.OpError](err); ok {
+				return op // "listen tcp 127.0.0.1:4222: bind: address already in use"
+			}
+			return err
+		}
+		if ready {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready for connections within %s", ReadyTimeout)
+		}
 	}
-	if logging {
-		srv.ConfigureLogger()
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(20 * time.Second) {
-		srv.Shutdown()
-		return nil, fmt.Errorf("embedded: nats-server on %s:%d not ready within 20s", o.Host, o.Port)
-	}
-	return srv, nil
 }
 
-// URL is the client URL, nats://host:port; it stays the same across Restart.
+// addr is the client address, host:port (port 0 until the system has picked one).
+func (s *Server) addr() string {
+	return net.JoinHostPort(s.opts.Host, strconv.Itoa(max(s.opts.Port, 0)))
+}
+
+// URL is the client URL, nats://host:port (tls://host:port with TLS, so that clients
+// insist on it); it stays the same across Restart.
 func (s *Server) URL() string {
-	return "nats://" + net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port))
+	scheme := "nats://"
+	if s.opts.TLSConfig != nil {
+		scheme = "tls://"
+	}
+	return scheme + s.addr()
+}
+
+// RouteURL is the URL other cluster nodes list in Routes to reach this one,
+// nats://host:routeport, or "" for a server that is not a cluster node.
+func (s *Server) RouteURL() string {
+	if s.opts.Cluster.Name == "" {
+		return ""
+	}
+	return "nats://" + net.JoinHostPort(s.opts.Cluster.Host, strconv.Itoa(max(s.opts.Cluster.Port, 0)))
+}
+
+// ClientOptions are the nats.Connect options carrying the credentials the server
+// requires (UserPassword or Token), none without. A client of a TLS server also needs
+// to trust its certificate (nats.RootCAs or nats.Secure): the server cannot tell it
+// what signed that.
+func (s *Server) ClientOptions() []nats.Option {
+	switch {
+	case s.opts.Authorization != "":
+		return []nats.Option{nats.Token(s.opts.Authorization)}
+	case s.opts.Username != "":
+		return []nats.Option{nats.UserInfo(s.opts.Username, s.opts.Password)}
+	}
+	return nil
 }
 
 // StoreDir is the JetStream store directory.
 func (s *Server) StoreDir() string { return s.opts.StoreDir }
 
-// UserPassword returns the user and password clients must present, empty without.
-func (s *Server) UserPassword() (user, password string) { return s.opts.Username, s.opts.Password }
-
-// NATS is the running nats-server, nil while stopped.
+// NATS is the running nats-server, for what this package does not wrap (monitoring,
+// account and JetStream state); nil while stopped.
 func (s *Server) NATS() *server.Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.srv
 }
 
-// Stop shuts the server down, keeping its store; Restart brings it back.
+// Stop shuts the server down and waits until it is down, keeping its store; Restart
+// brings it back. Stopping a stopped server does nothing.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	srv := s.srv
@@ -193,37 +179,33 @@ func (s *Server) Stop() {
 	}
 }
 
-// Restart stops the server if it runs and starts it again on the same port with the
+// Restart stops the server if it runs and starts it again on the same ports with the
 // same store, so clients reconnect and JetStream data on file storage survives.
 func (s *Server) Restart() error {
 	s.Stop()
 	return s.start()
 }
 
-// Close stops the server and removes its store if Run created it.
+// Close stops the server and removes its store if Run created it (no Dir).
 func (s *Server) Close() {
 	s.Stop()
-	s.cleanup()
+	s.removeStore()
 }
 
-func (s *Server) cleanup() {
+func (s *Server) removeStore() {
 	if s.ownDir {
 		_ = os.RemoveAll(s.opts.StoreDir)
 	}
 }
 
-// FreePort returns a TCP port on host that was free a moment ago.
+// FreePort returns a TCP port on host that was free a moment ago, for a server
+// whose port must be known before it starts (another process may take it
+// meanwhile: Run then fails with syscall.EADDRINUSE).
 func FreePort(host string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return 0, fmt.Errorf("embedded: find a free port: %w", err)
+		return 0, fmt.Errorf("embedded: find a free port on %s: %w", host, err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
-
-func mustURL(host string, port int) *url.URL {
-	return &url.URL{Scheme: "nats", Host: net.JoinHostPort(host, strconv.Itoa(port))}
-}
-
-var errNoLeader = errors.New("embedded: no JetStream meta leader")

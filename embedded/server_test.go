@@ -2,12 +2,15 @@ package embedded_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
-	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,8 +19,40 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/embedded"
-	"github.com/workq/workq/testenv"
 )
+
+// run starts a server for the test and closes it when the test ends.
+func run(t *testing.T, opts ...embedded.Option) *embedded.Server {
+	t.Helper()
+	s, err := embedded.Run(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// jetStream connects to url with opts for the test.
+func jetStream(t *testing.T, url string, opts ...nats.Option) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+func testContext(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 // wantSyncAlways fails unless the running server's JetStream fsyncs every write
 // exactly when want says so.
@@ -28,89 +63,6 @@ func wantSyncAlways(t *testing.T, srv *server.Server, want bool) {
 	}
 	if got := srv.JetStreamConfig().SyncAlways; got != want {
 		t.Fatalf("server %s: JetStream SyncAlways = %v, want %v", srv.Name(), got, want)
-	}
-}
-
-func TestRestartKeepsFileStreams(t *testing.T) {
-	t.Parallel()
-	env := testenv.Start(t, embedded.SyncAlways())
-	wantSyncAlways(t, env.NATS(), true)
-	js := env.JetStream(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.Publish(ctx, "s", []byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	url := env.URL()
-	env.Restart(t)
-	if env.URL() != url {
-		t.Fatalf("URL changed across restart: %s -> %s", url, env.URL())
-	}
-	// The old connection reconnects by itself; wait for the stream through it. Each
-	// try has its own short deadline: a request sent while the client had not yet
-	// noticed the restart is lost, and would otherwise wait out the whole context.
-	var info *jetstream.StreamInfo
-	for {
-		tctx, tcancel := context.WithTimeout(ctx, 2*time.Second)
-		s, err := js.Stream(tctx, "S")
-		if err == nil {
-			info, err = s.Info(tctx)
-		}
-		tcancel()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("stream after restart: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if info.State.Msgs != 1 {
-		t.Fatalf("messages after restart = %d, want 1", info.State.Msgs)
-	}
-	wantSyncAlways(t, env.NATS(), true)
-}
-
-func TestUserPassword(t *testing.T) {
-	t.Parallel()
-	env := testenv.Start(t, embedded.UserPassword("u", "p"), embedded.MemoryStore())
-	_, err := nats.Connect(env.URL(), nats.UserInfo("u", "wrong"))
-	if !errors.Is(err, nats.ErrAuthorization) {
-		t.Fatalf("wrong password: err = %v, want authorization violation", err)
-	}
-	nc := env.Conn(t)
-	if !nc.IsConnected() {
-		t.Fatal("not connected with the right password")
-	}
-}
-
-func TestRunWithoutTesting(t *testing.T) {
-	t.Parallel()
-	s, err := embedded.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	dir := s.StoreDir()
-	wantStoreIn(t, s.NATS(), dir)
-	wantSyncAlways(t, s.NATS(), false) // the default fsyncs in the background
-	nc, err := nats.Connect(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc.Close()
-	s.Close()
-	if s.NATS() != nil {
-		t.Fatal("server still set after Close")
-	}
-	if _, err := nats.Connect(s.URL(), nats.Timeout(time.Second)); err == nil {
-		t.Fatal("connected after Close")
-	}
-	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("temporary store %s after Close: %v, want it removed", dir, err)
 	}
 }
 
@@ -132,130 +84,218 @@ func haveShm() bool {
 	return err == nil && st.IsDir()
 }
 
-func TestMemoryStoreIsAFileStoreInTmpfs(t *testing.T) {
-	t.Parallel()
-	env := testenv.Start(t, embedded.MemoryStore())
-	if haveShm() {
-		wantStoreIn(t, env.NATS(), "/dev/shm")
+// waitForStream waits until stream answers through js (after a restart, once the
+// client has reconnected) and returns its state. Each try has its own short
+// deadline: a request sent before the client noticed the restart is lost.
+func waitForStream(t *testing.T, ctx context.Context, js jetstream.JetStream, stream string) jetstream.StreamState {
+	t.Helper()
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s, err := js.Stream(tctx, stream)
+		var info *jetstream.StreamInfo
+		if err == nil {
+			info, err = s.Info(tctx)
+		}
+		cancel()
+		if err == nil {
+			return info.State
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("stream %s: %v", stream, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	wantStoreIn(t, env.NATS(), env.StoreDir())
-	js := env.JetStream(t)
-	ctx := testenv.Context(t, 10*time.Second)
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "F", Subjects: []string{"f"}})
+}
+
+func TestRestartKeepsPortAndFileStreams(t *testing.T) {
+	t.Parallel()
+	s := run(t, embedded.SyncAlways(), embedded.MemoryStore())
+	wantSyncAlways(t, s.NATS(), true)
+	js := jetStream(t, s.URL())
+	ctx := testContext(t, 30*time.Second)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "s", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	url := s.URL()
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if s.URL() != url {
+		t.Fatalf("URL changed across restart: %s -> %s", url, s.URL())
+	}
+	// The old connection reconnects by itself, to the same port.
+	if st := waitForStream(t, ctx, js, "S"); st.Msgs != 1 {
+		t.Fatalf("messages after restart = %d, want 1", st.Msgs)
+	}
+	wantSyncAlways(t, s.NATS(), true)
+}
+
+// With no options: loopback, a free port, a new temporary store on disk that Close
+// removes, lazy fsync.
+func TestRunDefaults(t *testing.T) {
+	t.Parallel()
+	s, err := embedded.Run()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.CachedInfo().Config.Storage; got != jetstream.FileStorage {
+	defer s.Close()
+	dir := s.StoreDir()
+	wantStoreIn(t, s.NATS(), dir)
+	if rel, err := filepath.Rel(os.TempDir(), dir); err != nil || !filepath.IsLocal(rel) {
+		t.Errorf("default store %s: want it under os.TempDir %s", dir, os.TempDir())
+	}
+	wantSyncAlways(t, s.NATS(), false) // the default fsyncs in the background
+	if !strings.HasPrefix(s.URL(), "nats://127.0.0.1:") || strings.HasSuffix(s.URL(), ":0") {
+		t.Errorf("URL %s: want nats://127.0.0.1 on the port picked", s.URL())
+	}
+	if s.RouteURL() != "" || s.ClientOptions() != nil {
+		t.Errorf("RouteURL %q, ClientOptions %v: want none for a single server without auth", s.RouteURL(), s.ClientOptions())
+	}
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+
+	s.Stop()
+	if s.NATS() != nil {
+		t.Fatal("server still set after Stop")
+	}
+	if _, err := nats.Connect(s.URL(), nats.Timeout(time.Second)); err == nil {
+		t.Fatal("connected after Stop")
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("store after Stop: %v, want it kept until Close", err)
+	}
+	s.Close()
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("temporary store %s after Close: %v, want it removed", dir, err)
+	}
+}
+
+func TestDirIsKept(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	s := run(t, embedded.Dir(dir))
+	wantStoreIn(t, s.NATS(), dir)
+	js := jetStream(t, s.URL())
+	ctx := testContext(t, 30*time.Second)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "K", Subjects: []string{"k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "k", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// A new server on the same directory has the data.
+	s2 := run(t, embedded.Dir(dir))
+	if st := waitForStream(t, ctx, jetStream(t, s2.URL()), "K"); st.Msgs != 1 {
+		t.Fatalf("messages in the kept store = %d, want 1", st.Msgs)
+	}
+}
+
+func TestMemoryStoreIsAFileStoreInTmpfs(t *testing.T) {
+	t.Parallel()
+	s := run(t, embedded.MemoryStore())
+	if haveShm() {
+		wantStoreIn(t, s.NATS(), "/dev/shm")
+	}
+	wantStoreIn(t, s.NATS(), s.StoreDir())
+	js := jetStream(t, s.URL())
+	st, err := js.CreateStream(testContext(t, 10*time.Second), jetstream.StreamConfig{Name: "F", Subjects: []string{"f"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.CachedInfo().Config.Storage; got != jetstream.FileStorage {
 		t.Fatalf("stream storage = %s, want file: MemoryStore must not change a stream's storage", got)
 	}
 	// The stream's files are in the store directory.
 	found := false
-	err = filepath.WalkDir(env.StoreDir(), func(_ string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(s.StoreDir(), func(_ string, d fs.DirEntry, err error) error {
 		found = found || err == nil && d.IsDir() && d.Name() == "F"
 		return err
 	})
 	if err != nil || !found {
-		t.Fatalf("stream F's directory not found under %s (walk: %v)", env.StoreDir(), err)
+		t.Fatalf("stream F's directory not found under %s (walk: %v)", s.StoreDir(), err)
 	}
 }
 
-func TestClusterStoreOptions(t *testing.T) {
+// A port already taken is reported at once, as the listen error, not after a wait
+// for readiness; Run leaves no store behind.
+func TestPortInUse(t *testing.T) {
 	t.Parallel()
-	t.Run("memory store and sync always", func(t *testing.T) {
-		cl, err := embedded.RunCluster(3, embedded.MemoryStore(), embedded.SyncAlways())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		dir := cl.StoreDir()
-		for i := range cl.Size() {
-			if haveShm() {
-				wantStoreIn(t, cl.Node(i), "/dev/shm")
-			}
-			wantStoreIn(t, cl.Node(i), filepath.Join(dir, fmt.Sprintf("n%d", i)))
-			wantSyncAlways(t, cl.Node(i), true)
-		}
-		cl.Close()
-		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-			t.Fatalf("temporary cluster store %s after Close: %v, want it removed", dir, err)
-		}
-	})
-	t.Run("dir", func(t *testing.T) {
-		dir := t.TempDir()
-		cl, err := embedded.RunCluster(3, embedded.Dir(dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		for i := range cl.Size() {
-			wantStoreIn(t, cl.Node(i), filepath.Join(dir, fmt.Sprintf("n%d", i)))
-			wantSyncAlways(t, cl.Node(i), false)
-		}
-		cl.Close()
-		if st, err := os.Stat(filepath.Join(dir, "n0")); err != nil || !st.IsDir() {
-			t.Fatalf("store given with Dir after Close: %v, want it kept", err)
-		}
-	})
-}
-
-func TestClusterStopAndRestartNode(t *testing.T) {
-	t.Parallel()
-	var dir string
-	t.Cleanup(func() { // runs after the cluster's own cleanup has closed it
-		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("temporary cluster store %s after Close: %v, want it removed", dir, err)
-		}
-	})
-	cl := testenv.StartCluster(t, 3)
-	dir = cl.StoreDir()
-	for i := range cl.Size() {
-		wantStoreIn(t, cl.Node(i), dir)
-	}
-	js := cl.JetStream(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "R", Subjects: []string{"r"}, Replicas: 3}); err != nil {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	leader := cl.StreamLeader("R")
-	if leader < 0 {
-		t.Fatal("no stream leader")
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	began := time.Now()
+	s, err := embedded.Run(embedded.Port(port), embedded.MemoryStore())
+	if err == nil {
+		s.Close()
+		t.Fatal("Run on a port in use succeeded")
 	}
-	t.Logf("leader %d urls %v connected %s", leader, cl.URLs(), js.Conn().ConnectedUrl())
-	cl.Stop(leader)
-	// The stream keeps accepting writes on the remaining two nodes.
-	for {
-		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := js.Publish(pctx, "r", []byte("x"))
-		pcancel()
-		if err == nil {
-			break
-		}
-		t.Logf("publish: %v (connected to %s)", err, js.Conn().ConnectedUrl())
-		if ctx.Err() != nil {
-			t.Fatalf("publish with node %d down: %v", leader, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if took := time.Since(began); took > embedded.ReadyTimeout/2 {
+		t.Errorf("Run took %s to fail, want at once", took)
 	}
-	cl.Restart(t, leader)
-	if err := cl.WaitForLeader(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if len(cl.URLs()) != 3 {
-		t.Fatalf("URLs = %v", cl.URLs())
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("Run on a port in use: %v; want an error wrapping EADDRINUSE naming %s", err, addr)
 	}
 }
 
-// A cluster needs two nodes at least: one alone never elects a meta leader, so
-// RunCluster refuses it at once instead of timing out.
-func TestRunClusterRefusesOneNode(t *testing.T) {
+func TestLimits(t *testing.T) {
 	t.Parallel()
-	for _, n := range []int{-1, 0, 1} {
-		if cl, err := embedded.RunCluster(n); err == nil || !strings.Contains(err.Error(), "at least 2") {
-			if cl != nil {
-				cl.Close()
+	s := run(t, embedded.MemoryStore(), embedded.MaxMemory(64<<20), embedded.MaxStore(128<<20))
+	cfg := s.NATS().JetStreamConfig()
+	if cfg.MaxMemory != 64<<20 || cfg.MaxStore != 128<<20 {
+		t.Fatalf("JetStream limits: memory %d, store %d; want %d, %d", cfg.MaxMemory, cfg.MaxStore, 64<<20, 128<<20)
+	}
+}
+
+// Every bad option is reported by Run, as an error wrapping ErrInvalidOption that
+// names the option.
+func TestInvalidOptions(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	for _, c := range []struct {
+		name string
+		opts []embedded.Option
+		want string
+	}{
+		{"negative port", []embedded.Option{embedded.Port(-1)}, "Port -1"},
+		{"port too high", []embedded.Option{embedded.Port(65536)}, "Port 65536"},
+		{"user and token", []embedded.Option{embedded.UserPassword("u", "p"), embedded.Token("t")}, "UserPassword and Token"},
+		{"password without user", []embedded.Option{embedded.UserPassword("", "p")}, "empty user"},
+		{"TLS files missing", []embedded.Option{embedded.TLSFiles(missing, missing)}, "missing.pem"},
+		{"TLS key file not given", []embedded.Option{embedded.TLSFiles(missing, "")}, "want both"},
+		{"TLS config without certificate", []embedded.Option{embedded.TLS(&tls.Config{})}, "no certificate"},
+		{"routes without cluster", []embedded.Option{embedded.Routes("nats://127.0.0.1:6222")}, "without ClusterName"},
+		{"route port without cluster", []embedded.Option{embedded.RoutePort(6222)}, "without ClusterName"},
+		{"cluster without name", []embedded.Option{embedded.ClusterName("c")}, "without Name"},
+		{"cluster without routes", []embedded.Option{embedded.ClusterName("c"), embedded.Name("a")}, "without Routes"},
+		{"bad route", []embedded.Option{embedded.ClusterName("c"), embedded.Name("a"), embedded.Routes("nats://:x")}, "want nats://host:port"},
+		{"route port too high", []embedded.Option{embedded.ClusterName("c"), embedded.Name("a"), embedded.Routes("127.0.0.1:6222"), embedded.RoutePort(70000)}, "RoutePort 70000"},
+		{"negative limit", []embedded.Option{embedded.MaxStore(-1)}, "MaxStore -1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := embedded.Run(c.opts...)
+			if err == nil {
+				s.Close()
+				t.Fatal("Run succeeded")
 			}
-			t.Errorf("RunCluster(%d): %v, want an error asking for 2 nodes", n, err)
-		}
+			if !errors.Is(err, embedded.ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Run: %v; want ErrInvalidOption saying %q", err, c.want)
+			}
+		})
+	}
+	// The cause of a file error stays visible.
+	_, err := embedded.Run(embedded.TLSFiles(missing, missing))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("TLSFiles with missing files: %v, want it to wrap fs.ErrNotExist", err)
 	}
 }

@@ -1,15 +1,7 @@
-// Package testenv ties embedded nats-servers (package embedded) to tests: Start and
-// StartCluster run a single server or an in-process cluster for a test and close it
-// when the test ends, Conn and JetStream connect to it, StartProxy puts a
-// fault-injection proxy in front of it, and Context, Eventually and WaitsForServer
-// wait with deadlines.
-//
-// A test server takes embedded's options (testenv.Start(t, embedded.SyncAlways()));
-// unlike embedded.Run, its store is in tmpfs by default (embedded.MemoryStore),
-// because a test never needs its data on disk.
 package testenv
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -17,15 +9,19 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/embedded"
-	"github.com/workq/workq/internal/faultproxy"
 )
 
 // defaults are the options every test server starts with, before the test's own: the
 // store in tmpfs (embedded.MemoryStore), since a test never needs its data on disk
-// and writes to RAM are faster. embedded.Dir in the test's options puts the store on
-// disk.
+// and writes to RAM are faster; the server's log on stderr when the environment
+// variable WORKQ_SERVER_LOG is 1, to debug a failing test. embedded.Dir in the
+// test's options puts the store on disk.
 func defaults(opts []embedded.Option) []embedded.Option {
-	return append([]embedded.Option{embedded.MemoryStore()}, opts...)
+	d := []embedded.Option{embedded.MemoryStore()}
+	if os.Getenv("WORKQ_SERVER_LOG") == "1" {
+		d = append(d, embedded.LogWriter(os.Stderr))
+	}
+	return append(d, opts...)
 }
 
 // Env is a single embedded server tied to a test.
@@ -34,7 +30,8 @@ type Env struct {
 }
 
 // Start runs a single embedded server for the test, with its store in tmpfs unless
-// opts say otherwise, and stops it, removing its store, when the test ends. It fails the test if the server cannot start.
+// opts say otherwise, and closes it, removing its store, when the test ends. It
+// fails the test if the server cannot start.
 func Start(t testing.TB, opts ...embedded.Option) *Env {
 	t.Helper()
 	s, err := embedded.Run(defaults(opts)...)
@@ -58,10 +55,7 @@ func (e *Env) Restart(t testing.TB) {
 // stopped (Stop) is connected to once it is back.
 func (e *Env) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	if u, p := e.UserPassword(); u != "" {
-		opts = append([]nats.Option{nats.UserInfo(u, p)}, opts...)
-	}
-	return connect(t, e.URL(), opts...)
+	return connect(t, e.URL(), append(e.ClientOptions(), opts...)...)
 }
 
 // JetStream returns a JetStream context on a new connection from Conn.
@@ -76,8 +70,8 @@ type TestCluster struct {
 }
 
 // StartCluster runs an n-node cluster for the test, with its stores in tmpfs unless
-// opts say otherwise, and returns once it has a JetStream meta leader; it is stopped
-// and removed when the test ends.
+// opts say otherwise, and returns once it has a JetStream meta leader; it is closed
+// and its store removed when the test ends.
 func StartCluster(t testing.TB, n int, opts ...embedded.Option) *TestCluster {
 	t.Helper()
 	cl, err := embedded.RunCluster(n, defaults(opts)...)
@@ -100,10 +94,7 @@ func (c *TestCluster) Restart(t testing.TB, i int) {
 // test ends.
 func (c *TestCluster) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	if u, p := c.UserPassword(); u != "" {
-		opts = append([]nats.Option{nats.UserInfo(u, p)}, opts...)
-	}
-	return connect(t, c.URL(), opts...)
+	return connect(t, c.URL(), append(c.ClientOptions(), opts...)...)
 }
 
 // JetStream returns a JetStream context on a new connection from Conn.
@@ -136,19 +127,4 @@ func newJS(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 		t.Fatalf("testenv: jetstream: %v", err)
 	}
 	return js
-}
-
-// Proxy is a TCP proxy in front of a server for fault injection (see
-// faultproxy.Proxy): Pause stalls the link, Resume lets it flow, Cut closes it.
-type Proxy = faultproxy.Proxy
-
-// StartProxy runs a fault-injection Proxy to target for the test.
-func StartProxy(t testing.TB, target string) *Proxy {
-	t.Helper()
-	p, err := faultproxy.New(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
 }

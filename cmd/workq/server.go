@@ -58,7 +58,7 @@ For production, run nats-server itself (ideally a 3-node cluster).`,
 				opts = append(opts, embedded.SyncAlways())
 			}
 			if logging {
-				opts = append(opts, embedded.Logging())
+				opts = append(opts, embedded.LogWriter(os.Stderr))
 			}
 			srv, err := embedded.Run(opts...)
 			if err != nil {

@@ -1,0 +1,44 @@
+package testenv
+
+import (
+	"testing"
+
+	"github.com/workq/workq/internal/faultproxy"
+)
+
+// Proxy is a TCP proxy in front of a server for fault injection: Pause stops traffic
+// in both directions without closing anything (a stalled link or a frozen peer, as
+// far as the other side can tell), Resume lets it flow again, and Cut closes every
+// connection (a crashed peer or a reset link).
+type Proxy struct {
+	p *faultproxy.Proxy
+}
+
+// StartProxy runs a Proxy on a free loopback port, forwarding to target (host:port
+// or a nats:// URL), for the test; it is closed when the test ends.
+func StartProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	p, err := faultproxy.New(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return &Proxy{p: p}
+}
+
+// URL is the proxy's client URL.
+func (p *Proxy) URL() string { return p.p.URL() }
+
+// Pause stops forwarding; bytes sent meanwhile wait (in the proxy and the kernel)
+// until Resume.
+func (p *Proxy) Pause() { p.p.Pause() }
+
+// Resume forwards again, delivering what waited.
+func (p *Proxy) Resume() { p.p.Resume() }
+
+// Cut closes every proxied connection; new ones are still accepted.
+func (p *Proxy) Cut() { p.p.Cut() }
+
+// Close stops the proxy and closes its connections (StartProxy does it when the test
+// ends).
+func (p *Proxy) Close() { p.p.Close() }
