@@ -279,6 +279,7 @@ func TestInvalidOptions(t *testing.T) {
 		{"cluster without name", []embedded.Option{embedded.ClusterName("c")}, "without Name"},
 		{"cluster without routes", []embedded.Option{embedded.ClusterName("c"), embedded.Name("a")}, "without Routes"},
 		{"bad route", []embedded.Option{embedded.ClusterName("c"), embedded.Name("a"), embedded.Routes("nats://:x")}, "want nats://host:port"},
+		{"route without port", []embedded.Option{embedded.ClusterName("c"), embedded.Name("a"), embedded.Routes("nats://127.0.0.1")}, "want nats://host:port"},
 		{"route port too high", []embedded.Option{embedded.ClusterName("c"), embedded.Name("a"), embedded.Routes("127.0.0.1:6222"), embedded.RoutePort(70000)}, "RoutePort 70000"},
 		{"negative limit", []embedded.Option{embedded.MaxStore(-1)}, "MaxStore -1"},
 	} {
