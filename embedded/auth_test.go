@@ -9,38 +9,34 @@ import (
 	"github.com/workq/workq/embedded"
 )
 
-func TestUserPassword(t *testing.T) {
+// With UserPassword or Token, a client without the credentials, or with wrong ones,
+// is refused, and one with ClientOptions is let in.
+func TestAuth(t *testing.T) {
 	t.Parallel()
-	s := run(t, embedded.UserPassword("u", "p"), embedded.MemoryStore())
-	for _, bad := range [][]nats.Option{{nats.UserInfo("u", "wrong")}, nil} {
-		if nc, err := nats.Connect(s.URL(), bad...); !errors.Is(err, nats.ErrAuthorization) {
-			if nc != nil {
-				nc.Close()
+	for _, c := range []struct {
+		name  string
+		auth  embedded.Option
+		wrong nats.Option
+	}{
+		{"user and password", embedded.UserPassword("u", "p"), nats.UserInfo("u", "wrong")},
+		{"token", embedded.Token("secret"), nats.Token("wrong")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := run(t, c.auth, embedded.MemoryStore())
+			for _, bad := range [][]nats.Option{{c.wrong}, nil} {
+				if nc, err := nats.Connect(s.URL(), bad...); !errors.Is(err, nats.ErrAuthorization) {
+					if nc != nil {
+						nc.Close()
+					}
+					t.Fatalf("connect with %d wrong or missing credentials: err = %v, want authorization violation", len(bad), err)
+				}
 			}
-			t.Fatalf("connect with %d wrong or missing credentials: err = %v, want authorization violation", len(bad), err)
-		}
-	}
-	nc, err := nats.Connect(s.URL(), s.ClientOptions()...)
-	if err != nil {
-		t.Fatalf("connect with ClientOptions: %v", err)
-	}
-	nc.Close()
-}
-
-func TestToken(t *testing.T) {
-	t.Parallel()
-	s := run(t, embedded.Token("secret"), embedded.MemoryStore())
-	for _, bad := range [][]nats.Option{{nats.Token("wrong")}, nil} {
-		if nc, err := nats.Connect(s.URL(), bad...); !errors.Is(err, nats.ErrAuthorization) {
-			if nc != nil {
-				nc.Close()
+			nc, err := nats.Connect(s.URL(), s.ClientOptions()...)
+			if err != nil {
+				t.Fatalf("connect with ClientOptions: %v", err)
 			}
-			t.Fatalf("connect with %d wrong or missing token: err = %v, want authorization violation", len(bad), err)
-		}
+			nc.Close()
+		})
 	}
-	nc, err := nats.Connect(s.URL(), s.ClientOptions()...)
-	if err != nil {
-		t.Fatalf("connect with ClientOptions: %v", err)
-	}
-	nc.Close()
 }

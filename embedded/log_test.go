@@ -1,9 +1,10 @@
 package embedded_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -111,23 +112,15 @@ func TestLogger(t *testing.T) {
 
 func TestLogWriter(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var buf bytes.Buffer
-	run(t, embedded.LogWriter(lockedWriter{&mu, &buf}), embedded.MemoryStore())
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(buf.String(), `level=INFO msg="Server is ready"`) {
-		t.Fatalf("log written:\n%s\nwant an Info line saying the server is ready", buf.String())
+	path := filepath.Join(t.TempDir(), "server.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
+	defer f.Close()
+	run(t, embedded.LogWriter(f), embedded.MemoryStore())
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), `level=INFO msg="Server is ready"`) {
+		t.Fatalf("log written (%v):\n%s\nwant an Info line saying the server is ready", err, b)
+	}
 }

@@ -107,18 +107,25 @@ func waitForStream(t *testing.T, ctx context.Context, js jetstream.JetStream, st
 	}
 }
 
+// storeOne creates a file-storage stream named stream, on the subject of the same
+// name, and stores one message in it.
+func storeOne(t *testing.T, ctx context.Context, js jetstream.JetStream, stream string) {
+	t.Helper()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{stream}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, stream, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRestartKeepsPortAndFileStreams(t *testing.T) {
 	t.Parallel()
 	s := run(t, embedded.SyncAlways(), embedded.MemoryStore())
 	wantSyncAlways(t, s.NATS(), true)
 	js := jetStream(t, s.URL())
 	ctx := testContext(t, 30*time.Second)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.Publish(ctx, "s", []byte("x")); err != nil {
-		t.Fatal(err)
-	}
+	storeOne(t, ctx, js, "S")
 	url := s.URL()
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
@@ -183,12 +190,7 @@ func TestDirIsKept(t *testing.T) {
 	wantStoreIn(t, s.NATS(), dir)
 	js := jetStream(t, s.URL())
 	ctx := testContext(t, 30*time.Second)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "K", Subjects: []string{"k"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.Publish(ctx, "k", []byte("x")); err != nil {
-		t.Fatal(err)
-	}
+	storeOne(t, ctx, js, "K")
 	s.Close()
 	// A new server on the same directory has the data.
 	s2 := run(t, embedded.Dir(dir))
