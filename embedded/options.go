@@ -74,7 +74,8 @@ func MemoryStore() Option { return func(c *config) { c.memory = true } }
 
 // SyncAlways makes the server fsync every write (sync_interval: always). Slower, but
 // an acknowledged publish survives a power failure. Default off: nats-server's own
-// default, an fsync every 2 minutes, which a replicated stream makes safe enough.
+// default, an fsync every 2 minutes, much faster, where a power failure can lose the
+// last acknowledged writes (replicas on other machines guard against that instead).
 func SyncAlways() Option { return func(c *config) { c.syncAlways = true } }
 
 // MaxMemory caps what JetStream may keep in memory-storage streams, in bytes.
@@ -98,10 +99,9 @@ func UserPassword(user, password string) Option {
 func Token(token string) Option { return func(c *config) { c.token = token } }
 
 // TLS makes clients connect with TLS, using cfg (cloned; it must hold a certificate,
-// or GetCertificate, unless TLSFiles adds one). Set cfg.ClientAuth and ClientCAs to
-// require client certificates. Default: no TLS, which suits loopback; a server other
-// machines reach needs it. Routes between cluster nodes stay plain TCP: keep the route
-// port on a private network.
+// or GetCertificate, unless TLSFiles adds one). Default: no TLS, which suits
+// loopback; a server other machines reach needs it. Routes between cluster nodes stay
+// plain TCP: keep the route port on a private network.
 func TLS(cfg *tls.Config) Option { return func(c *config) { c.tlsConfig = cfg } }
 
 // TLSFiles makes clients connect with TLS, with the certificate and private key in
@@ -129,8 +129,8 @@ func ClusterName(name string) Option { return func(c *config) { c.clusterName = 
 // ports first (FreePort). Needs ClusterName.
 func RoutePort(port int) Option { return func(c *config) { c.routePort = port } }
 
-// Routes are the route URLs (nats://host:port, the nodes' RoutePort) a cluster node
-// connects to. A JetStream cluster node needs them (nats-server will not start one
+// Routes are the route URLs (nats://host:port, or host:port alone, the nodes'
+// RoutePort) a cluster node connects to. A JetStream cluster node needs them (nats-server will not start one
 // without): give every node the same list of all the nodes, its own URL included,
 // which it ignores. No default. Needs ClusterName.
 func Routes(urls ...string) Option {
