@@ -23,7 +23,7 @@ var qaNop = consumer.HandlerFunc(func(context.Context, *consumer.Job) error { re
 
 func TestBadInputNewRejectsNamesHandlersAndOptions(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 20*time.Second)
 	for _, q := range []string{"", "a.b", "a*", "a b", ">", strings.Repeat("a", 65)} {
@@ -110,7 +110,7 @@ func qaDeadLetter(t *testing.T, js jetstream.JetStream, q string) *jetstream.Raw
 
 func TestBadInputUnknownKindGoesToDeadLetters(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := newProducer(t, js, "kinds")
 	ctx := testenv.Context(t, 20*time.Second)
@@ -175,7 +175,7 @@ func wantOneDeadOneCommitted(t *testing.T, w *consumer.Worker) {
 
 func TestBadInputMalformedJSONGoesToDeadLetters(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := newProducer(t, js, "json")
 	ctx := testenv.Context(t, 20*time.Second)
@@ -220,7 +220,7 @@ func TestBadInputMalformedJSONGoesToDeadLetters(t *testing.T) {
 
 func TestBadInputPlainPublishIsAJob(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := newProducer(t, js, "plain")
 	ctx := testenv.Context(t, 20*time.Second)
@@ -286,7 +286,7 @@ func TestBadInputPlainPublishIsAJob(t *testing.T) {
 
 func TestBadInputAckWaitMismatchIsIncompatible(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 20*time.Second)
 	if _, err := consumer.New(ctx, js, "aw", qaNop, consumer.Logger(quiet), consumer.AckWait(10*time.Second)); err != nil {
@@ -347,7 +347,7 @@ func TestBadInputNewWaitsForUnreachableServer(t *testing.T) {
 // a negative delay) — and never panics.
 func TestBadInputNeverPanics(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 30*time.Second)
 	var nilCtx context.Context // a variable, as a caller's bug would pass it
@@ -450,7 +450,7 @@ func checkExponential() error {
 // so: its retry time is not in the past.
 func TestBadInputNegativeBackoffRetriesAtOnce(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "negbackoff"
 	p := newProducer(t, js, q)

@@ -14,13 +14,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/embedded"
 	"github.com/workq/workq/producer"
-	"github.com/workq/workq/testenv"
 )
 
 // connect starts an embedded server for an example; real programs connect to theirs.
 func connect() (jetstream.JetStream, func()) {
-	srv, err := testenv.Run()
+	srv, err := embedded.Run()
 	if err != nil {
 		log.Fatal(err)
 	}

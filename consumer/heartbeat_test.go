@@ -35,7 +35,7 @@ func TestShortHeartbeat(t *testing.T) {
 			opts = append(opts, consumer.Unfenced())
 		}
 		t.Run(name, func(t *testing.T) {
-			env := testenv.Start(t, testenv.MemoryStore())
+			env := testenv.Start(t)
 			js := env.JetStream(t)
 			const q = "beat"
 			p := newProducer(t, js, q)
@@ -67,7 +67,7 @@ func TestShortHeartbeat(t *testing.T) {
 // times AckWait, so JetStream never hands the job to anyone else.
 func TestSlowLiveWorkerKeepsItsJob(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "slow"
 	p := newProducer(t, js, q)
@@ -97,7 +97,7 @@ func TestSlowLiveWorkerKeepsItsJob(t *testing.T) {
 // jobs pulled at once, each running longer than AckWait: the last waits two of them.
 func TestBufferedJobsKeptAlive(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "buffered"
 	p := newProducer(t, js, q)

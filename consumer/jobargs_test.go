@@ -39,7 +39,7 @@ func (r *resize) Kind() string {
 // with ErrMalformed.
 func TestJobArgsRoundTrip(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "typed"
 	ctx := testenv.Context(t, 30*time.Second)
@@ -140,7 +140,7 @@ func TestRouteArgsRefusesTypesWithoutAKind(t *testing.T) {
 // A nil handler removes the type's route; its jobs then have no handler.
 func TestRouteArgsNilRemovesTheRoute(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "unrouted"
 	p := newProducer(t, js, q)

@@ -20,7 +20,7 @@ import (
 // lets Status use direct gets.
 func TestReplicatedRecordsAreReadFromTheLeader(t *testing.T) {
 	t.Parallel()
-	cl := testenv.StartCluster(t, 3, testenv.MemoryStore())
+	cl := testenv.StartCluster(t, 3)
 	const q = "linear"
 	url := cl.URLs()[0] // every connection on one node, so the spy sees every request at once
 	conn := func() jetstream.JetStream {

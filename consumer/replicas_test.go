@@ -13,7 +13,7 @@ import (
 
 func TestReplicasOnASingleNodeSayItNeedsACluster(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	h := consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil })
 	_, err := consumer.New(testenv.Context(t, 10*time.Second), env.JetStream(t), "emails", h, consumer.Replicas(3))
 	if !errors.Is(err, consumer.ErrNeedsCluster) || !strings.Contains(err.Error(), "queue emails") ||

@@ -19,7 +19,7 @@ import (
 // Not parallel: its leak check counts the goroutines of package consumer in the whole
 // process, so it runs alone, before the parallel tests start.
 func TestRestartServerMidRunEveryJobDoneOnce(t *testing.T) {
-	env := testenv.Start(t, testenv.MemoryStore()) // file storage in tmpfs: survives Restart
+	env := testenv.Start(t) // file storage in tmpfs: survives Restart
 	js := env.JetStream(t)
 	p := newProducer(t, js, "rs")
 	const n = 1000
@@ -150,7 +150,7 @@ func TestRestartClusterConsumerLeaderLossWorkersResume(t *testing.T) {
 // once. With resumeWithin > 0, the workers must start new jobs within that time of
 // the stop.
 func qaClusterNodeLoss(t *testing.T, q string, victim func(*testenv.TestCluster) int, resumeWithin time.Duration) {
-	cl := testenv.StartCluster(t, 3, testenv.MemoryStore())
+	cl := testenv.StartCluster(t, 3)
 	js := cl.JetStream(t)
 	p := newProducer(t, js, q, producer.Replicas(3))
 	const n = 500
@@ -273,7 +273,7 @@ func qaProgress(t *testing.T, ws []*consumer.Worker) (stop func()) {
 // enqueued since, by itself.
 func TestConsumerDeletedWorkerRecreatesIt(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "cdel"
 	p := newProducer(t, js, q)

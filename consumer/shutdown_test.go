@@ -132,7 +132,7 @@ func qaCheckAllDone(t *testing.T, p *producer.Producer, ids []string, runs *qaCo
 
 func TestShutdownWithJobsInFlightLosesNoneCommitsNoneTwice(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := newProducer(t, js, "shut")
 	const n = 200
@@ -211,7 +211,7 @@ func TestShutdownWithJobsInFlightLosesNoneCommitsNoneTwice(t *testing.T) {
 
 func TestShutdownDrainTimeoutHandsJobBack(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := newProducer(t, js, "drain")
 	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("slow"), producer.ID("slow-1")); err != nil {

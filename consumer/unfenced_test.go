@@ -23,7 +23,7 @@ import (
 // A job that succeeds is acked and leaves the stream, and writes no record.
 func TestUnfencedSuccessAcks(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "unf-ok"
 	p := newProducer(t, js, q)
@@ -61,7 +61,7 @@ func TestUnfencedSuccessAcks(t *testing.T) {
 // backoff's delay, and recorded done once it succeeds.
 func TestUnfencedRetryAfterBackoff(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "unf-retry"
 	p := newProducer(t, js, q)
@@ -127,7 +127,7 @@ func checkDeadLetter(t *testing.T, dead []*jetstream.RawStreamMsg, q, id string,
 // dead-lettered when its attempts run out. Both leave the jobs stream.
 func TestUnfencedPermanentAndExhaustedGoToDeadLetters(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "unf-dead"
 	p := newProducer(t, js, q)
@@ -179,7 +179,7 @@ func TestUnfencedPermanentAndExhaustedGoToDeadLetters(t *testing.T) {
 // success is recorded.
 func TestUnfencedShutdownHandsRunningJobBack(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const q = "unf-drain"
 	p := newProducer(t, js, q)

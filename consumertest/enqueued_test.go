@@ -29,7 +29,7 @@ func signup(t *testing.T, p *producer.Producer, name string, partner bool) {
 
 func newQueue(t *testing.T, q string) (jetstream.JetStream, *producer.Producer) {
 	t.Helper()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p, err := producer.New(testenv.Context(t, 10*time.Second), js, q)
 	if err != nil {

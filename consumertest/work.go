@@ -102,7 +102,7 @@ func Work(t testing.TB, h consumer.Handler, payload []byte, opts ...Option) *Res
 		t.Fatalf("consumertest: Timeout(%s): want > 0", cfg.timeout)
 	}
 
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()

@@ -68,7 +68,7 @@ func (f *fenced) check(t *testing.T, wantGrants int) {
 // overlap and tokens strictly increase.
 func TestContentionNoOverlapTokensIncrease(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	const conns, perConn, goroutines = 4, 15, 2
 	ctx := testenv.Context(t, 60*time.Second)
 	res := newFenced(1)
@@ -116,7 +116,7 @@ func TestContentionNoOverlapTokensIncrease(t *testing.T) {
 // The same through Do, with the token handed to fn, as a pool of locks keyed by id.
 func TestDoPoolByID(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	ctx := testenv.Context(t, 60*time.Second)
 	const ids, workers, rounds = 3, 4, 8
 	res := make([]*fenced, ids)
@@ -167,7 +167,7 @@ func TestDoPoolByID(t *testing.T) {
 // figure is measured by BenchmarkHandoff, side by side with raw JetStream KV.
 func TestHandoffLatency(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 30*time.Second)

@@ -16,7 +16,7 @@ import (
 
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	l := newTestLocker(t, js)
 	ctx := testenv.Context(t, 20*time.Second)
@@ -135,7 +135,7 @@ func TestBadInput(t *testing.T) {
 // Any string is a valid lock name; names that differ map to different keys.
 func TestNamesAnyString(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	l := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)
 	names := []string{"plain-Name_1", "user:42", "user_42", "s3://bucket/key", "a.b", "a b", "ünïcödé ✓",
@@ -167,7 +167,7 @@ func TestNamesAnyString(t *testing.T) {
 // An existing bucket without limit markers is refused with a clear error.
 func TestBucketWithoutLimitMarkers(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 20*time.Second)
 	if _, err := js.CreateKeyValue(ctx, jsKVConfig("PLAIN")); err != nil {
@@ -184,7 +184,7 @@ func TestBucketWithoutLimitMarkers(t *testing.T) {
 // fn runs is reported as ErrLost.
 func TestDoReportsLoss(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	l := newTestLocker(t, env.JetStream(t))
 	w := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)
@@ -226,7 +226,7 @@ func TestDoReportsLoss(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	reg := prometheus.NewRegistry()
 	a := newTestLocker(t, env.JetStream(t), Metrics(reg))
 	b := newTestLocker(t, env.JetStream(t), Metrics(reg)) // shares the collectors
@@ -268,7 +268,7 @@ func TestMetrics(t *testing.T) {
 // behind its back (taken_over).
 func TestLostLockMetricAndLog(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	reg := prometheus.NewRegistry()
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -343,7 +343,7 @@ func TestLoggerDefaultsToSlogDefault(t *testing.T) {
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewJSONHandler(logs, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	l := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 30*time.Second)
 	lk, err := l.Acquire(ctx, "default-logger", TTL(300*time.Millisecond))

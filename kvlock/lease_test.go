@@ -15,7 +15,7 @@ import (
 // within about the TTL, and with nobody waiting the server's TTL removes it.
 func TestRenewalKeepsLockThenFreesAfterHolderDies(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	holderConn := env.Conn(t)
 	holderJS, _ := jetstream.New(holderConn)
 	holder := newTestLocker(t, holderJS)
@@ -114,7 +114,7 @@ func TestRenewalKeepsLockThenFreesAfterHolderDies(t *testing.T) {
 // and leaves the new holder's lock alone; the new token is greater.
 func TestSubSecondLeaseTakeover(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	old := newTestLocker(t, env.JetStream(t), Owner("old"))
 	waiter := newTestLocker(t, env.JetStream(t), Owner("new"))
 	third := newTestLocker(t, env.JetStream(t))
@@ -210,7 +210,7 @@ func TestSubSecondLeaseTakeover(t *testing.T) {
 // its own clock, that it can no longer trust the lock.
 func TestCutOffHolderLosesWithinLease(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	nc := env.Conn(t)
 	js, _ := jetstream.New(nc)
 	l := newTestLocker(t, js)
@@ -240,7 +240,7 @@ func TestCutOffHolderLosesWithinLease(t *testing.T) {
 // about one TTL after it was granted, well under a second for a sub-second TTL.
 func TestNoRenewFreesItself(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)

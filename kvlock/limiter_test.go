@@ -127,7 +127,7 @@ func runLimiter(t *testing.T, env *testenv.Env, name string, n int, w, d time.Du
 // n in any window, and close to n per window under high demand.
 func TestLimiterNPerWindow(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	const n, w, d = 5, 500 * time.Millisecond, 3 * time.Second
 	ps := runLimiter(t, env, "api", n, w, d, false)
 	checkWindows(t, ps, n, w)
@@ -143,7 +143,7 @@ func TestLimiterNPerWindow(t *testing.T) {
 // 250 ms after its grant: throughput lies between n per 2×MinWindow and n per window.
 func TestLimiterMinWindowAllow(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	const n, w, d = 2, MinWindow, 2 * time.Second
 	ps := runLimiter(t, env, "fast", n, w, d, true)
 	checkWindows(t, ps, n, w)
@@ -158,7 +158,7 @@ func TestLimiterMinWindowAllow(t *testing.T) {
 // that says why, rather than silently admitting about n per 250 ms.
 func TestLimiterWindowBelowExpiryCheck(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	l := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)
 	for _, w := range []time.Duration{100 * time.Millisecond, MinWindow - time.Millisecond} {
@@ -179,7 +179,7 @@ func TestLimiterWindowBelowExpiryCheck(t *testing.T) {
 
 func TestLimiterConfigAndErrors(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	l := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)
 	lim, err := l.Limiter(ctx, "cfg", 2, time.Second)
@@ -244,7 +244,7 @@ func TestLimiterConfigAndErrors(t *testing.T) {
 // takes two permits.
 func TestLimiterRetriedRequestTakesOnePermit(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	l := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)
 	lim, err := l.Limiter(ctx, "retry", 2, time.Minute)

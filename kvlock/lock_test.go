@@ -13,7 +13,7 @@ import (
 
 func TestAcquireTryAcquireRelease(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	a := newTestLocker(t, env.JetStream(t), Owner("alice"))
 	b := newTestLocker(t, env.JetStream(t), Owner("bob"))
 	ctx := testenv.Context(t, 20*time.Second)
@@ -86,7 +86,7 @@ func TestAcquireTryAcquireRelease(t *testing.T) {
 // The GET_LOCK(name, timeout) shape: the context's deadline bounds the wait.
 func TestAcquireTimeout(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)
@@ -114,7 +114,7 @@ func TestAcquireTimeout(t *testing.T) {
 
 func TestAcquireWaitsForRelease(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	a := newTestLocker(t, env.JetStream(t))
 	b := newTestLocker(t, env.JetStream(t))
 	ctx := testenv.Context(t, 20*time.Second)

@@ -79,7 +79,7 @@ func TestLockSurvivesServerRestart(t *testing.T) {
 // producer and a worker do.
 func TestNewWaitsForServer(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	env.Stop()
 	js := env.JetStream(t) // connects once the server is back
 	l := testenv.WaitsForServer(t, func() { env.Restart(t) },

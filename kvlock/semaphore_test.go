@@ -15,7 +15,7 @@ import (
 // unique and above every token granted before it was requested.
 func TestSemaphoreAdmitsAtMostN(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	const n, workers, rounds = 3, 6, 6
 	ctx := testenv.Context(t, 60*time.Second)
 	res := newFenced(n)
@@ -63,7 +63,7 @@ func TestSemaphoreAdmitsAtMostN(t *testing.T) {
 
 func TestSemaphoreTryAcquireAndTakeover(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	l := newTestLocker(t, env.JetStream(t), Owner("holders"))
 	w := newTestLocker(t, env.JetStream(t), Owner("waiter"))
 	ctx := testenv.Context(t, 30*time.Second)

@@ -65,7 +65,7 @@ func TestNewJobEncodesArgsUnderTheirKind(t *testing.T) {
 
 func TestEnqueueArgsStoresTheJSONAndKind(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 20*time.Second)
 	p, err := producer.New(ctx, js, "billing")

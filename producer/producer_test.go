@@ -66,7 +66,7 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func TestNewRejectsInvalidQueueNames(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	for _, q := range []string{"", "a.b", "a*", "a b", ">", "a>", "é", strings.Repeat("a", 65)} {
 		p, err := producer.New(testenv.Context(t, 5*time.Second), js, q)
@@ -92,7 +92,7 @@ func TestNewRejectsInvalidQueueNames(t *testing.T) {
 
 func TestNewIsIdempotent(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p1 := mustNew(t, js, "idem")
 	if _, err := p1.Enqueue(testenv.Context(t, 5*time.Second), []byte("x"), producer.ID("a")); err != nil {
@@ -153,7 +153,7 @@ func TestNewIsIdempotent(t *testing.T) {
 
 func TestNewRefusesIncompatibleStream(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	cfg := jetstream.StreamConfig{
 		Name:      "WORKQ_x",
@@ -191,7 +191,7 @@ func TestNewRefusesIncompatibleStream(t *testing.T) {
 
 func TestNewReplicasOnSingleNodeFailsFast(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 10*time.Second)
 	start := time.Now()
@@ -216,7 +216,7 @@ func TestNewReplicasOnSingleNodeFailsFast(t *testing.T) {
 
 func TestEnqueueExplicitIDAndDuplicate(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := mustNew(t, js, "dup")
 	ctx := testenv.Context(t, 10*time.Second)
@@ -243,7 +243,7 @@ func TestEnqueueExplicitIDAndDuplicate(t *testing.T) {
 
 func TestEnqueueGeneratedIDsUniqueAndSortable(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := mustNew(t, js, "gen")
 	ctx := testenv.Context(t, 15*time.Second)
@@ -303,7 +303,7 @@ func TestEnqueueGeneratedIDsUniqueAndSortable(t *testing.T) {
 
 func TestEnqueueRejectsInvalidIDs(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := mustNew(t, js, "ids")
 	ctx := testenv.Context(t, 10*time.Second)
@@ -334,7 +334,7 @@ func TestEnqueueRejectsInvalidIDs(t *testing.T) {
 
 func TestEnqueuePayloadTooLarge(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := mustNew(t, js, "big")
 	ctx := testenv.Context(t, 10*time.Second)
@@ -370,7 +370,7 @@ func TestEnqueuePayloadTooLarge(t *testing.T) {
 
 func TestEnqueueHeaders(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := mustNew(t, js, "hdr")
 	ctx := testenv.Context(t, 10*time.Second)
@@ -425,7 +425,7 @@ func TestEnqueueHeaders(t *testing.T) {
 
 func TestEnqueueBatchLarge(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := mustNew(t, js, "batch", producer.MaxInFlight(64))
 	const n = 5000
@@ -498,7 +498,7 @@ func sampleMaxPending(js jetstream.JetStream, every time.Duration) func() int64 
 
 func TestEnqueueBatchMixedValidity(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := mustNew(t, js, "mixed")
 	ids := []string{"ok-1", "a b", "ok-2", ".bad", "ok-3", "a..b", strings.Repeat("z", 201), "ok-4"}
@@ -532,7 +532,7 @@ func TestEnqueueBatchMixedValidity(t *testing.T) {
 
 func TestEnqueueBatchDuplicates(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := mustNew(t, js, "bdup")
 	ctx := testenv.Context(t, 10*time.Second)
@@ -568,7 +568,7 @@ func TestEnqueueBatchDuplicates(t *testing.T) {
 
 func TestEnqueueBatchCancelledContext(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := mustNew(t, js, "cancel")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -645,7 +645,7 @@ func concurrentBatches(t *testing.T, js jetstream.JetStream, q string, batches, 
 
 func TestEnqueueBatchConcurrentOverClientLimit(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	// Default client limit (4000 pending): 8 batches × a 1024 window may ask for 8192.
 	t.Run("default", func(t *testing.T) {
 		concurrentBatches(t, env.JetStream(t), "conc", 8, 1500)
@@ -664,7 +664,7 @@ func TestEnqueueBatchConcurrentOverClientLimit(t *testing.T) {
 
 func TestStatusLifecycle(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := mustNew(t, js, "st")
 	ctx := testenv.Context(t, 20*time.Second)
@@ -749,7 +749,7 @@ func TestNewWaitsForUnreachableServer(t *testing.T) {
 // skipped) — and never panics. A refused New creates nothing.
 func TestBadInputNeverPanics(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 30*time.Second)
 	var nilCtx context.Context // a variable, as a caller's bug would pass it

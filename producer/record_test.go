@@ -17,7 +17,7 @@ import (
 // job's record encodes as the document in the bucket, byte for byte.
 func TestStatusRecordIsTheBucketsDocument(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 20*time.Second)
 	p, err := producer.New(ctx, js, "recs")

@@ -14,7 +14,7 @@ import (
 // start's single server; the error must say why that cannot work.
 func TestReplicasOnASingleNodeSayItNeedsACluster(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	_, err := producer.New(testenv.Context(t, 10*time.Second), env.JetStream(t), "emails", producer.Replicas(3))
 	if !errors.Is(err, producer.ErrNeedsCluster) {
 		t.Fatalf("New with Replicas(3) on one node: %v, want ErrNeedsCluster", err)

@@ -1,23 +1,40 @@
 package testenv
 
 import (
+	"os"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/embedded"
 )
+
+// defaults are the options every test server starts with, before the test's own: the
+// store in tmpfs (embedded.MemoryStore), since a test never needs its data on disk
+// and writes to RAM are faster; the server's log on stderr when the environment
+// variable WORKQ_SERVER_LOG is 1, to debug a failing test. embedded.Dir in the
+// test's options puts the store on disk.
+func defaults(opts []embedded.Option) []embedded.Option {
+	d := []embedded.Option{embedded.MemoryStore()}
+	if os.Getenv("WORKQ_SERVER_LOG") == "1" {
+		d = append(d, embedded.LogWriter(os.Stderr))
+	}
+	return append(d, opts...)
+}
 
 // Env is a single embedded server tied to a test.
 type Env struct {
-	*Server
+	*embedded.Server
 }
 
-// Start runs a single embedded server for the test and stops it, removing its
-// store, when the test ends. It fails the test if the server cannot start.
-func Start(t testing.TB, opts ...Option) *Env {
+// Start runs a single embedded server for the test, with its store in tmpfs unless
+// opts say otherwise, and closes it, removing its store, when the test ends. It
+// fails the test if the server cannot start.
+func Start(t testing.TB, opts ...embedded.Option) *Env {
 	t.Helper()
-	s, err := Run(opts...)
+	s, err := embedded.Run(defaults(opts)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,10 +55,7 @@ func (e *Env) Restart(t testing.TB) {
 // stopped (Stop) is connected to once it is back.
 func (e *Env) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	if e.opts.Username != "" {
-		opts = append([]nats.Option{nats.UserInfo(e.opts.Username, e.opts.Password)}, opts...)
-	}
-	return connect(t, e.URL(), opts...)
+	return connect(t, e.URL(), append(e.ClientOptions(), opts...)...)
 }
 
 // JetStream returns a JetStream context on a new connection from Conn.
@@ -52,14 +66,15 @@ func (e *Env) JetStream(t testing.TB, opts ...nats.Option) jetstream.JetStream {
 
 // TestCluster is an in-process cluster tied to a test.
 type TestCluster struct {
-	*Cluster
+	*embedded.Cluster
 }
 
-// StartCluster runs an n-node cluster for the test and returns once it has a
-// JetStream meta leader; it is stopped and removed when the test ends.
-func StartCluster(t testing.TB, n int, opts ...Option) *TestCluster {
+// StartCluster runs an n-node cluster for the test, with its stores in tmpfs unless
+// opts say otherwise, and returns once it has a JetStream meta leader; it is closed
+// and its store removed when the test ends.
+func StartCluster(t testing.TB, n int, opts ...embedded.Option) *TestCluster {
 	t.Helper()
-	cl, err := RunCluster(n, opts...)
+	cl, err := embedded.RunCluster(n, defaults(opts)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +94,7 @@ func (c *TestCluster) Restart(t testing.TB, i int) {
 // test ends.
 func (c *TestCluster) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	if u := c.opts[0].Username; u != "" {
-		opts = append([]nats.Option{nats.UserInfo(u, c.opts[0].Password)}, opts...)
-	}
-	return connect(t, c.URL(), opts...)
+	return connect(t, c.URL(), append(c.ClientOptions(), opts...)...)
 }
 
 // JetStream returns a JetStream context on a new connection from Conn.
@@ -115,15 +127,4 @@ func newJS(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 		t.Fatalf("testenv: jetstream: %v", err)
 	}
 	return js
-}
-
-// StartProxy runs a fault-injection Proxy to target for the test.
-func StartProxy(t testing.TB, target string) *Proxy {
-	t.Helper()
-	p, err := NewProxy(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
 }

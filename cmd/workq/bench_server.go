@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/cmd/workq/internal/bench"
-	"github.com/workq/workq/testenv"
+	"github.com/workq/workq/embedded"
 )
 
 // benchServer is where `workq bench` runs: the scenarios' environment, the report's
@@ -27,10 +27,10 @@ func (a *app) benchServer(ctx context.Context, f benchFlags) (*benchServer, erro
 	if f.external {
 		return a.benchExternal(ctx, f)
 	}
-	var opts []testenv.Option
+	var opts []embedded.Option
 	fsync := "lazy fsync"
 	if f.syncAlways {
-		opts = append(opts, testenv.SyncAlways())
+		opts = append(opts, embedded.SyncAlways())
 		fsync = "sync always"
 	}
 	var (
@@ -42,13 +42,13 @@ func (a *app) benchServer(ctx context.Context, f benchFlags) (*benchServer, erro
 		what = fmt.Sprintf("the embedded %d-node cluster", f.cluster)
 		// RunCluster returns once the JetStream meta leader is elected and sees
 		// every node, so replicated streams can be placed at once.
-		cl, err := testenv.RunCluster(f.cluster, opts...)
+		cl, err := embedded.RunCluster(f.cluster, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %v", what, err)
 		}
 		urls, dir, stop = cl.URL(), cl.StoreDir(), cl.Close
 	} else {
-		srv, err := testenv.Run(opts...)
+		srv, err := embedded.Run(opts...)
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %v", what, err)
 		}

@@ -136,11 +136,12 @@ func serveQueueMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, js 
 }
 
 // serveServerMetrics serves the metrics of every queue of the embedded server at
-// url through a client connection of its own; healthy while that connection is up.
-// It returns where it listens and how to stop.
-func serveServerMetrics(addr, url string) (string, func(), error) {
-	nc, err := nats.Connect(url, nats.Name("workq server metrics"), nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+// url through a client connection of its own (opts added to its options: credentials,
+// an in-process connection); healthy while that connection is up. It returns where it
+// listens and how to stop.
+func serveServerMetrics(addr, url string, opts ...nats.Option) (string, func(), error) {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("workq server metrics"), nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}, opts...)...)
 	if err != nil {
 		return "", nil, fmt.Errorf("metrics: connect to the embedded server: %v", err)
 	}

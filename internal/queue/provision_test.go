@@ -38,7 +38,7 @@ func wantIncompatible(t *testing.T, err error, parts ...string) {
 
 func TestProvisionIsIdempotent(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	n := mustNames(t, "idem")
 
@@ -87,7 +87,7 @@ func TestProvisionIsIdempotent(t *testing.T) {
 
 func TestProvisionAcceptsCompatibleObjects(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	n := mustNames(t, "compat")
 
@@ -140,7 +140,7 @@ func TestProvisionAcceptsCompatibleObjects(t *testing.T) {
 
 func TestProvisionRefusesIncompatibleBucket(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 
 	bucket := func(t *testing.T, n Names, cfg jetstream.KeyValueConfig) {
@@ -204,7 +204,7 @@ func TestProvisionRefusesIncompatibleBucket(t *testing.T) {
 
 func TestProvisionRefusesIncompatibleDeadStream(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	dead := func(t *testing.T, n Names, cfg jetstream.StreamConfig) {
 		t.Helper()
@@ -235,7 +235,7 @@ func TestProvisionRefusesIncompatibleDeadStream(t *testing.T) {
 
 func TestEnsureConsumerRefusesIncompatible(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 	const ackWait = 30 * time.Second
 

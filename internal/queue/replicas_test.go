@@ -28,7 +28,7 @@ func wantNeedsCluster(t *testing.T, err error, parts ...string) {
 
 func TestReplicasOnASingleNodeNeedACluster(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.MemoryStore())
+	env := testenv.Start(t)
 	js := env.JetStream(t)
 
 	_, err := Provision(testenv.Context(t, 10*time.Second), js, mustNames(t, "replicated"), Config{Replicas: 3})
@@ -44,7 +44,7 @@ func TestReplicasOnASingleNodeNeedACluster(t *testing.T) {
 
 func TestReplicasBeyondTheClusterNeedABiggerCluster(t *testing.T) {
 	t.Parallel()
-	cl := testenv.StartCluster(t, 3, testenv.MemoryStore())
+	cl := testenv.StartCluster(t, 3)
 	js := cl.JetStream(t)
 
 	_, err := Provision(testenv.Context(t, 20*time.Second), js, mustNames(t, "wide"), Config{Replicas: 5})

@@ -10,9 +10,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/internal/faultproxy"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/producer"
-	"github.com/workq/workq/testenv"
 )
 
 // Redelivery measures how long a stalled worker's job takes to reach another worker:
@@ -222,8 +222,8 @@ func workqRedelivery(ctx context.Context, env Env, ackWait time.Duration, crash 
 // behindProxy connects to env.JS's server (on a cluster, the node it is connected
 // to) through a fault-injection proxy, so that the connection can be frozen
 // (proxy.Pause) or cut (nc.Close).
-func behindProxy(ctx context.Context, env Env) (*testenv.Proxy, *nats.Conn, jetstream.JetStream, error) {
-	proxy, err := testenv.NewProxy(env.JS.Conn().ConnectedUrl())
+func behindProxy(ctx context.Context, env Env) (*faultproxy.Proxy, *nats.Conn, jetstream.JetStream, error) {
+	proxy, err := faultproxy.New(env.JS.Conn().ConnectedUrl())
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/producer"
+)
+
+// enqueue puts the demo's jobs on the queue, the special ones first.
+func (d *demo) enqueue(ctx context.Context, js jetstream.JetStream) error {
+	p, err := producer.New(ctx, js, demoQueue)
+	if err != nil {
+		return err
+	}
+	// The flaky and poison jobs come a little way in, so that the workers that are
+	// about to fail take ordinary jobs first.
+	var jobs []producer.Job
+	for i := 1; len(jobs) < d.f.jobs; i++ {
+		if len(jobs) == d.f.jobs/5 {
+			jobs = append(jobs,
+				producer.Job{ID: "flaky-1", Kind: "flaky", Payload: []byte(`{"fail_attempts":2}`)},
+				producer.Job{ID: "poison-1", Kind: "poison", Payload: []byte(`{"fail":"always"}`)})
+		}
+		jobs = append(jobs, producer.Job{ID: fmt.Sprintf("job-%05d", i), Kind: "ok", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+	}
+	bar := newProgress(d.a.stderr, int64(len(jobs)), "enqueue")
+	const chunk = 250
+	for i := 0; i < len(jobs); i += chunk {
+		res, err := p.EnqueueBatch(ctx, jobs[i:min(i+chunk, len(jobs))])
+		if err != nil {
+			bar.clear()
+			for _, r := range res {
+				if r.Err != nil {
+					return fmt.Errorf("enqueue %s: %v", r.ID, r.Err)
+				}
+			}
+			return err
+		}
+		bar.add(len(res))
+	}
+	bar.finish()
+	return nil
+}
+
+// handle is every worker's job: a little work, except for the flaky and poison jobs.
+func (d *demo) handle(worker string) consumer.HandlerFunc {
+	return func(ctx context.Context, j *consumer.Job) error {
+		if id, _ := d.stallJob.Load().(string); id == j.ID() && worker != "w-stall" {
+			d.out.event("↻", "%s handed to %s (attempt %d): w-stall went silent past AckWait", j.ID(), worker, j.Attempt())
+		}
+		if _, ok := d.killed.Load(j.ID()); ok && j.Attempt() > 1 {
+			d.redelivered.Add(1)
+			d.out.event("↻", "%s redelivered to %s (attempt %d) after w-kill died holding it", j.ID(), worker, j.Attempt())
+		}
+		switch j.Kind() {
+		case "flaky":
+			if j.Attempt() <= 2 {
+				d.out.event("⚠", "%s attempt %d failed on %s (simulated outage); it will be retried", j.ID(), j.Attempt(), worker)
+				return errors.New("simulated transient failure")
+			}
+			d.out.event("✓", "%s succeeded on attempt %d on %s", j.ID(), j.Attempt(), worker)
+		case "poison":
+			d.out.event("⚠", "%s attempt %d of %d failed on %s (it always will)", j.ID(), j.Attempt(), j.MaxAttempts(), worker)
+			return errors.New("poison job: cannot be processed")
+		}
+		select {
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		j.SetResult([]byte(worker))
+		return nil
+	}
+}
+
+func (d *demo) workerOptions(name string, concurrency int, log *slog.Logger) []consumer.Option {
+	return []consumer.Option{
+		consumer.Name(name),
+		consumer.Concurrency(concurrency),
+		consumer.AckWait(d.f.ackWait),
+		consumer.MaxAttempts(demoMaxAttempts),
+		consumer.Backoff(consumer.Constant(150 * time.Millisecond)),
+		consumer.DrainTimeout(2 * time.Second),
+		consumer.Logger(log),
+	}
+}
+
+func (d *demo) run(ctx context.Context, wg *sync.WaitGroup, w *consumer.Worker) {
+	d.workers = append(d.workers, w)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = w.Run(ctx)
+	}()
+}
+
+// startWorker starts a well-behaved worker.
+func (d *demo) startWorker(ctx context.Context, wg *sync.WaitGroup, name string) error {
+	js, err := d.jetstream(d.srv.URL(), "demo "+name)
+	if err != nil {
+		return err
+	}
+	w, err := consumer.New(ctx, js, demoQueue, d.handle(name), d.workerOptions(name, d.f.concurrency, d.out.logger())...)
+	if err != nil {
+		return err
+	}
+	d.run(ctx, wg, w)
+	return nil
+}
+
+// stats sums the counters of the workers that did not die.
+func (d *demo) stats() consumer.Stats {
+	var t consumer.Stats
+	for _, w := range d.workers {
+		s := w.Stats()
+		t.Committed += s.Committed
+		t.Retried += s.Retried
+		t.Dead += s.Dead
+		t.Reassigned += s.Reassigned
+		t.Redelivered += s.Redelivered
+	}
+	return t
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/producer"
+)
+
+// summary prints what the workers did, checks it against the server (not only the
+// workers' counters) and fails if a guarantee did not hold. procTook is the time from
+// the first delivery to the last commit.
+func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook time.Duration) error {
+	s := d.stats()
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	qi, err := admin.Info(octx, js, demoQueue)
+	if err != nil {
+		return err
+	}
+	p, err := producer.New(octx, js, demoQueue)
+	if err != nil {
+		return err
+	}
+	var notes []string
+	if id, _ := d.stallJob.Load().(string); id != "" {
+		if rec, err := p.Status(octx, id); err == nil && !rec.Worker.IsZero() {
+			notes = append(notes, fmt.Sprintf("%s: frozen on w-stall, committed by %s on attempt %d", id, rec.Worker.Name, rec.Attempt))
+		}
+	}
+	if id, _ := d.killJob.Load().(string); id != "" {
+		if rec, err := p.Status(octx, id); err == nil && !rec.Worker.IsZero() {
+			notes = append(notes, fmt.Sprintf("%s: lost when w-kill died, committed by %s on attempt %d", id, rec.Worker.Name, rec.Attempt))
+		}
+	}
+
+	out := d.a.stdout
+	wall := time.Since(d.start)
+	fmt.Fprintln(out)
+	t := newTable(out, "SUMMARY", "", "")
+	t.row("jobs", d.f.jobs, "enqueued")
+	t.row("committed", s.Committed, "each exactly once")
+	t.row("retried", s.Retried, "failed attempts scheduled again")
+	t.row("reassigned", s.Reassigned, "late commits refused")
+	t.row("redelivered", s.Redelivered, "deliveries after a stall, a death or a retry")
+	t.row("dead", s.Dead, fmt.Sprintf("in dead letters (%d)", qi.Dead))
+	t.row("throughput", fmt.Sprintf("%.0f jobs/s", float64(d.f.jobs)/procTook.Seconds()), "first delivery to last commit, waits for AckWait included")
+	t.row("wall time", wall.Round(10*time.Millisecond), "server start to summary")
+	_ = t.flush()
+	for _, n := range notes {
+		fmt.Fprintln(out, "  "+n)
+	}
+
+	var problems []string
+	if int(s.Committed+s.Dead) != d.f.jobs {
+		problems = append(problems, fmt.Sprintf("%d committed + %d dead ≠ %d jobs", s.Committed, s.Dead, d.f.jobs))
+	}
+	if s.Reassigned < 1 {
+		problems = append(problems, "the stalled worker's commit was not refused")
+	}
+	if s.Dead != 1 || qi.Dead != 1 {
+		problems = append(problems, fmt.Sprintf("%d dead (%d dead letters), want 1", s.Dead, qi.Dead))
+	}
+	if qi.Jobs != 0 {
+		problems = append(problems, fmt.Sprintf("%d jobs left in the queue", qi.Jobs))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("demo: guarantees not met: %s", strings.Join(problems, "; "))
+	}
+	fmt.Fprintf(out, "\nEvery job ran to one committed result or a dead letter. Next: 'workq server', then 'workq enqueue' and 'workq work'.\n")
+	return nil
+}

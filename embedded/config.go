@@ -1,0 +1,161 @@
+package embedded
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// ErrInvalidOption is wrapped by every error about a bad option value or a bad
+// combination of options.
+var ErrInvalidOption = errors.New("embedded: invalid option")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+}
+
+// serverOptions checks the options and turns them into nats-server's, all but the
+// store directory. A port left at 0 becomes server.RANDOM_PORT: the system picks
+// it when the server starts.
+func (c *config) serverOptions() (server.Options, error) {
+	o := server.Options{
+		ServerName:         c.name,
+		Host:               c.host,
+		Port:               c.port,
+		JetStream:          true,
+		SyncAlways:         c.syncAlways,
+		JetStreamMaxMemory: c.maxMemory,
+		JetStreamMaxStore:  c.maxStore,
+		NoLog:              true, // the log goes where Logger says, set on the server
+		NoSigs:             true, // signals belong to the program embedding the server
+	}
+	if err := checkPort("Port", c.port); err != nil {
+		return o, err
+	}
+	if o.Port == 0 {
+		o.Port = server.RANDOM_PORT
+	}
+	if c.maxMemory < 0 || c.maxStore < 0 {
+		return o, invalid("MaxMemory %d, MaxStore %d: want bytes, or 0 for nats-server's default", c.maxMemory, c.maxStore)
+	}
+	if err := c.auth(&o); err != nil {
+		return o, err
+	}
+	if err := c.tls(&o); err != nil {
+		return o, err
+	}
+	if err := c.cluster(&o); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func checkPort(what string, port int) error {
+	if port < 0 || port > 65535 {
+		return invalid("%s %d: want 1 to 65535, or 0 for a free one", what, port)
+	}
+	return nil
+}
+
+func (c *config) auth(o *server.Options) error {
+	switch {
+	case c.token != "" && (c.user != "" || c.password != ""):
+		return invalid("UserPassword and Token: a server takes one or the other")
+	case c.user == "" && c.password != "":
+		return invalid("UserPassword: empty user")
+	}
+	o.Username, o.Password, o.Authorization = c.user, c.password, c.token
+	return nil
+}
+
+func (c *config) tls(o *server.Options) error {
+	if c.tlsConfig == nil && c.tlsCert == "" && c.tlsKey == "" {
+		return nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.tlsConfig != nil {
+		cfg = c.tlsConfig.Clone()
+	}
+	if c.tlsCert != "" || c.tlsKey != "" {
+		if c.tlsCert == "" || c.tlsKey == "" {
+			return invalid("TLSFiles(%q, %q): want both a certificate and a key file", c.tlsCert, c.tlsKey)
+		}
+		pair, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return fmt.Errorf("%w: TLSFiles: load certificate %s and key %s: %w", ErrInvalidOption, c.tlsCert, c.tlsKey, err)
+		}
+		cfg.Certificates = append(cfg.Certificates, pair)
+	}
+	if len(cfg.Certificates) == 0 && cfg.GetCertificate == nil && cfg.GetConfigForClient == nil {
+		return invalid("TLS: the config has no certificate")
+	}
+	o.TLSConfig = cfg
+	return nil
+}
+
+func (c *config) cluster(o *server.Options) error {
+	if c.clusterName == "" {
+		if c.routePort != 0 || len(c.routes) > 0 {
+			return invalid("RoutePort or Routes without ClusterName")
+		}
+		return nil
+	}
+	if c.name == "" {
+		return invalid("ClusterName %q without Name: JetStream knows a cluster's nodes by their names, which must stay the same across restarts", c.clusterName)
+	}
+	if len(c.routes) == 0 {
+		return invalid("ClusterName %q without Routes: a JetStream cluster node needs the route URLs of the nodes (its own may be among them)", c.clusterName)
+	}
+	if err := checkPort("RoutePort", c.routePort); err != nil {
+		return err
+	}
+	o.Cluster = server.ClusterOpts{Name: c.clusterName, Host: c.host, Port: c.routePort}
+	if o.Cluster.Port == 0 {
+		o.Cluster.Port = server.RANDOM_PORT
+	}
+	for _, r := range c.routes {
+		u, err := parseRoute(r)
+		if err != nil {
+			return err
+		}
+		o.Routes = append(o.Routes, u)
+	}
+	return nil
+}
+
+// parseRoute reads a route URL; host:port alone means nats://host:port.
+func parseRoute(s string) (*url.URL, error) {
+	if !strings.Contains(s, "://") {
+		s = "nats://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Hostname() == "" || u.Port() == "" {
+		return nil, invalid("Routes: %q: want nats://host:port", s)
+	}
+	return u, nil
+}
+
+// storeDir returns the store directory the options ask for: Dir's, kept (own false),
+// or a new temporary one named pattern, in tmpfs with MemoryStore, that Close removes
+// (own true).
+func (c *config) storeDir(pattern string) (dir string, own bool, err error) {
+	if c.dir != "" {
+		return c.dir, false, nil
+	}
+	base := ""
+	if c.memory {
+		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+			base = "/dev/shm"
+		}
+	}
+	d, err := os.MkdirTemp(base, pattern)
+	if err != nil {
+		return "", false, fmt.Errorf("embedded: create a temporary store directory: %w", err)
+	}
+	return d, true, nil
+}
