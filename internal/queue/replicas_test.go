@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -51,5 +52,41 @@ func TestReplicasBeyondTheClusterNeedABiggerCluster(t *testing.T) {
 	wantNeedsCluster(t, err, "queue wide", "5 replicas", "needs a cluster of at least 5 nodes")
 	if _, err := Provision(testenv.Context(t, 20*time.Second), js, mustNames(t, "fits"), Config{Replicas: 3}); err != nil {
 		t.Fatalf("Replicas 3 on 3 nodes: %v", err)
+	}
+}
+
+// For a moment after a cluster starts or its meta leader changes, the leader has not
+// heard every node's statistics and refuses to place replicas: "no suitable peers for
+// placement, peer offline" (seen under load right after StartCluster). Provisioning
+// tries again for placementGrace, then gives up with the server's error; other
+// refusals are not retried.
+func TestRetryPlacementWaitsOutOfflinePeers(t *testing.T) {
+	t.Parallel()
+	offline := &jetstream.APIError{Code: 400, ErrorCode: 10005, Description: "no suitable peers for placement, peer offline"}
+	tooFew := &jetstream.APIError{Code: 400, ErrorCode: 10005, Description: "no suitable peers for placement"}
+	ctx := testenv.Context(t, 30*time.Second)
+
+	calls := 0
+	err := retryPlacement(ctx, func(context.Context) error {
+		if calls++; calls < 3 {
+			return offline
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("err %v after %d calls; want success on the third", err, calls)
+	}
+
+	calls = 0
+	if err := retryPlacement(ctx, func(context.Context) error { calls++; return tooFew }); !errors.Is(err, tooFew) || calls != 1 {
+		t.Fatalf("too few peers: err %v after %d calls; want it at once", err, calls)
+	}
+
+	start := time.Now()
+	if err := retryPlacement(ctx, func(context.Context) error { return offline }); !errors.Is(err, offline) {
+		t.Fatalf("err %v, want the server's refusal after the grace", err)
+	}
+	if took := time.Since(start); took < placementGrace || took > placementGrace+5*time.Second {
+		t.Errorf("gave up after %s; want about %s", took, placementGrace)
 	}
 }
