@@ -2,21 +2,26 @@ package embedded
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/workq/workq/internal/option"
 )
 
 // ErrInvalidOption is wrapped by every error about a bad option value or a bad
-// combination of options.
-var ErrInvalidOption = errors.New("embedded: invalid option")
+// combination of options. It is the same value as producer.ErrInvalidOption,
+// consumer.ErrInvalidOption and kvlock.ErrInvalidOption: one errors.Is answers for
+// every workq package.
+var ErrInvalidOption = option.ErrInvalid
 
+// invalid is the error for a bad option: "embedded: <what is wrong>: invalid option
+// or argument".
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+	return fmt.Errorf("embedded: "+format+": %w", append(args, ErrInvalidOption)...)
 }
 
 // serverOptions checks the options and turns them into nats-server's, all but the
@@ -87,7 +92,7 @@ func (c *config) tls(o *server.Options) error {
 		}
 		pair, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
 		if err != nil {
-			return fmt.Errorf("%w: TLSFiles: load certificate %s and key %s: %w", ErrInvalidOption, c.tlsCert, c.tlsKey, err)
+			return fmt.Errorf("embedded: TLSFiles: load certificate %s and key %s: %w: %w", c.tlsCert, c.tlsKey, err, ErrInvalidOption)
 		}
 		cfg.Certificates = append(cfg.Certificates, pair)
 	}
