@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/workq/workq/internal/jobargs"
+	"github.com/workq/workq/internal/option"
 )
 
 // JobArgs is a job's payload as a Go type that names its kind, so that producers and
@@ -38,7 +39,7 @@ func RouteArgs[T JobArgs](m *Mux, f func(ctx context.Context, j *Job, args T) er
 		return fmt.Errorf("consumer: route: %w", err)
 	}
 	if m == nil {
-		return fmt.Errorf("consumer: route kind %q: nil Mux", kind)
+		return fmt.Errorf("consumer: route kind %q: %w", kind, option.Nil("Mux"))
 	}
 	if f == nil {
 		m.Route(kind, nil)

@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -128,8 +129,12 @@ func TestRouteArgsRefusesTypesWithoutAKind(t *testing.T) {
 			return consumer.RouteArgs(nil, func(context.Context, *consumer.Job, sendEmail) error { return nil })
 		},
 	} {
-		if err := route(); err == nil || !strings.HasPrefix(err.Error(), "consumer: route") || !strings.Contains(err.Error(), says) {
+		err := route()
+		if err == nil || !strings.HasPrefix(err.Error(), "consumer: route") || !strings.Contains(err.Error(), says) {
 			t.Errorf("RouteArgs returned %v, want an error saying %q", err, says)
+		}
+		if says == "nil Mux" && !errors.Is(err, consumer.ErrInvalidOption) {
+			t.Errorf("nil Mux: %v is not ErrInvalidOption", err)
 		}
 	}
 	if err := consumer.RouteArgs(mux, func(context.Context, *consumer.Job, kindless) error { return nil }); err != nil {

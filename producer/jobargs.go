@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+
+	"github.com/workq/workq/internal/option"
 )
 
 // JobArgs is a job's payload as a Go type that names its kind, so that producers and
@@ -25,7 +27,8 @@ type JobArgs interface {
 }
 
 // ErrNilArgs: EnqueueArgs or NewJob was given a nil JobArgs (or a nil pointer),
-// whose JSON would be null: a job no typed handler can use.
+// whose JSON would be null: a job no typed handler can use. Like every nil argument,
+// the error also wraps ErrInvalidOption.
 var ErrNilArgs = errors.New("nil job args")
 
 // EnqueueArgs enqueues args as one job: its payload is args encoded as JSON, its kind
@@ -52,14 +55,14 @@ func NewJob(args JobArgs, opts ...EnqueueOption) (Job, error) {
 		}
 	}
 	if args == nil {
-		return j, ErrNilArgs
+		return j, fmt.Errorf("%w: %w", ErrNilArgs, ErrInvalidOption)
 	}
 	if v := reflect.ValueOf(args); v.Kind() == reflect.Pointer && v.IsNil() {
-		return j, fmt.Errorf("%w: %T", ErrNilArgs, args)
+		return j, fmt.Errorf("%w: %T: %w", ErrNilArgs, args, ErrInvalidOption)
 	}
 	kind := args.Kind()
 	if j.Kind != "" && j.Kind != kind {
-		return j, fmt.Errorf("job %s: %T is of kind %q; a Kind option says %q", j.ID, args, kind, j.Kind)
+		return j, fmt.Errorf("job %s: %T is of kind %q: %w", j.ID, args, kind, option.Invalid("Kind", j.Kind, fmt.Sprintf("%q or no Kind option", kind)))
 	}
 	payload, err := json.Marshal(args)
 	if err != nil {

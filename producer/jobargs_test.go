@@ -50,7 +50,7 @@ func TestNewJobEncodesArgsUnderTheirKind(t *testing.T) {
 	}{
 		"nil":           {nil, nil, "nil job args"},
 		"nil pointer":   {nilRefund, nil, "nil job args: *producer_test.refund"},
-		"another kind":  {invoice{}, []producer.EnqueueOption{producer.Kind("refund")}, `producer_test.invoice is of kind "invoice"; a Kind option says "refund"`},
+		"another kind":  {invoice{}, []producer.EnqueueOption{producer.Kind("refund")}, `producer_test.invoice is of kind "invoice": Kind("refund"): want "invoice" or no Kind option`},
 		"not JSON-able": {unencodable{}, nil, "producer_test.unencodable as JSON"},
 	} {
 		_, err := producer.NewJob(c.args, c.opts...)
@@ -59,6 +59,10 @@ func TestNewJobEncodesArgsUnderTheirKind(t *testing.T) {
 		}
 		if strings.HasPrefix(name, "nil") && !errors.Is(err, producer.ErrNilArgs) {
 			t.Errorf("%s: %v is not ErrNilArgs", name, err)
+		}
+		// Bad arguments, like bad options everywhere, wrap ErrInvalidOption.
+		if name != "not JSON-able" && !errors.Is(err, producer.ErrInvalidOption) {
+			t.Errorf("%s: %v is not ErrInvalidOption", name, err)
 		}
 	}
 }
