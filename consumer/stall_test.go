@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
@@ -21,16 +20,7 @@ import (
 func proxiedJS(t *testing.T, env *testenv.Env) (jetstream.JetStream, *testenv.Proxy) {
 	t.Helper()
 	px := testenv.StartProxy(t, env.URL())
-	nc, err := nats.Connect(px.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js, px
+	return px.JetStream(t), px
 }
 
 // pendingMessages is how many jobs the queue's stream still holds.

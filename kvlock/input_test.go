@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/workq/workq/testenv"
 )
@@ -273,15 +271,7 @@ func TestLostLockMetricAndLog(t *testing.T) {
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	proxy := testenv.StartProxy(t, env.URL())
-	nc, err := nats.Connect(proxy.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := proxy.JetStream(t)
 	a := newTestLocker(t, js, Metrics(reg), Logger(logger), Owner("a"))
 	b := newTestLocker(t, env.JetStream(t), Metrics(reg), Logger(logger), Owner("b"))
 	ctx := testenv.Context(t, 30*time.Second)

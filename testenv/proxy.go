@@ -3,6 +3,9 @@ package testenv
 import (
 	"testing"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/workq/workq/internal/faultproxy"
 )
 
@@ -28,6 +31,20 @@ func StartProxy(t testing.TB, target string) *Proxy {
 
 // URL is the proxy's client URL.
 func (p *Proxy) URL() string { return p.p.URL() }
+
+// Conn connects through the proxy as Env.Conn connects to a server (reconnecting
+// forever every 50ms, closed when the test ends), without credentials: put the proxy
+// in front of a server without auth.
+func (p *Proxy) Conn(t testing.TB, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	return connect(t, p.URL(), opts...)
+}
+
+// JetStream returns a JetStream context on a new connection from Conn.
+func (p *Proxy) JetStream(t testing.TB, opts ...nats.Option) jetstream.JetStream {
+	t.Helper()
+	return newJS(t, p.Conn(t, opts...))
+}
 
 // Pause stops forwarding; bytes sent meanwhile wait (in the proxy and the kernel)
 // until Resume.

@@ -87,17 +87,12 @@ func TestProxy(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	via, err := nats.Connect(px.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
-		nats.DisconnectErrHandler(func(*nats.Conn, error) {
-			select {
-			case disconnected <- struct{}{}:
-			default:
-			}
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer via.Close()
+	via := px.Conn(t, nats.DisconnectErrHandler(func(*nats.Conn, error) {
+		select {
+		case disconnected <- struct{}{}:
+		default:
+		}
+	}))
 
 	if err := via.Publish("p", []byte("1")); err != nil {
 		t.Fatal(err)

@@ -240,15 +240,7 @@ func TestLostReplyTimesOutAndFreesTheSlot(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
 	px := testenv.StartProxy(t, env.URL())
-	nc, err := nats.Connect(px.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := px.JetStream(t)
 	ctx := testenv.Context(t, 30*time.Second)
 	bucket(t, env.JetStream(t), "GC_LOST", true)
 	w := New(js, Config{MinBatch: 2, MaxBatch: 100, MaxInflight: 1, Timeout: 300 * time.Millisecond})

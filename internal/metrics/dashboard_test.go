@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/workq/workq/consumer"
@@ -208,15 +206,7 @@ func smallRun(t *testing.T) *prometheus.Registry {
 	}
 	// A holder cut off from the server loses its lock when its lease runs out.
 	px := testenv.StartProxy(t, env.URL())
-	nc, err := nats.Connect(px.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	jsP, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	jsP := px.JetStream(t)
 	lp, err := kvlock.New(ctx, jsP, kvlock.Metrics(reg))
 	if err != nil {
 		t.Fatal(err)
