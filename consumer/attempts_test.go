@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -261,4 +262,52 @@ checks:
 			t.Errorf("%s: %s after %d runs, want done after 1 to %d", id, r.State, others[id], 1+deaths)
 		}
 	}
+}
+
+// Deliveries that leave no trace (workers that died before their lazy claim landed)
+// count as attempts also when the job has no record yet: with MaxAttempts(2), the
+// third delivery of a job delivered twice without a trace dead-letters it without
+// running it, as it would with a record saying attempt 2.
+func TestUntracedDeliveriesPastTheLimitEndTheJob(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	const q = "untraced"
+	p := newProducer(t, js, q)
+	var runs atomic.Int64
+	w := newWorker(t, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error {
+		runs.Add(1)
+		return nil
+	}), consumer.MaxAttempts(2), consumer.AckWait(time.Second))
+	ctx := testenv.Context(t, 20*time.Second)
+	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("job")); err != nil {
+		t.Fatal(err)
+	}
+	// Two deliveries through the workers' own consumer, put back without a trace.
+	c, err := js.Consumer(ctx, "WORKQ_"+q, "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		batch, err := c.Fetch(1, jetstream.FetchContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := <-batch.Messages()
+		if msg == nil {
+			t.Fatalf("delivery %d: %v", i+1, batch.Error())
+		}
+		if err := msg.Nak(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runWorker(t, w)
+	testenv.Eventually(t, 15*time.Second, "the job dead", func() bool { return status(t, p, "job").State == producer.StateDead })
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("the handler ran %d times, want 0: two untraced deliveries used MaxAttempts(2)", n)
+	}
+	if r := status(t, p, "job"); r.Attempt != 2 || !strings.Contains(r.LastError, "did not finish") {
+		t.Fatalf("record %+v: want attempt 2, exhausted", r)
+	}
+	testenv.Eventually(t, 15*time.Second, "the dead letter", func() bool { return len(deadLetters(t, js, q)) == 1 })
 }

@@ -83,7 +83,8 @@ func (w *Worker) fresh(j *Job, attempt int) *record.Record {
 
 // claim reads and writes the job record to decide what this delivery does. On runIt
 // j.claim is the written claim (its revision is the fencing token); on exhausted and
-// alreadyDead it is the record found; on early, j.retryIn is how long to put it back.
+// alreadyDead it is the record found (on exhausted with no record, the unwritten claim
+// this delivery would have made); on early, j.retryIn is how long to put it back.
 func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 	for range 8 {
 		prev, err := w.records.Get(ctx, j.id)
@@ -93,8 +94,15 @@ func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 		switch {
 		case errors.Is(err, record.ErrNotFound):
 			// Every earlier delivery of this incarnation left no trace, and each may
-			// have run: this is attempt NumDelivered.
+			// have run: this is attempt NumDelivered. Past the limit, the job ends as a
+			// record-holding job does (follow): its untraced runs used the attempts.
 			next = w.fresh(j, int(j.md.NumDelivered))
+			if next.Attempt > j.maxAttempts {
+				// The record it ends with counts the attempts used, not this one.
+				next.Attempt, next.StartedAt = next.Attempt-1, time.Time{}
+				j.claim, j.attempt = next, next.Attempt
+				return exhausted, nil
+			}
 		case err != nil:
 			return 0, err
 		case w.forgottenDuplicate(j, prev):

@@ -3,6 +3,7 @@ package consumertest
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 func TestOnceRunsTheHandlerOnce(t *testing.T) {
 	t.Parallel()
 	calls := 0
-	h := once(consumer.HandlerFunc(func(context.Context, *consumer.Job) error { calls++; return nil }))
+	var ran atomic.Bool
+	h := once(consumer.HandlerFunc(func(context.Context, *consumer.Job) error { calls++; return nil }), &ran)
 	if err := h.Handle(context.Background(), nil); err != nil || calls != 1 {
 		t.Fatalf("first run: %v, %d calls", err, calls)
 	}

@@ -40,12 +40,13 @@ func Header(key, value string) Option {
 // delivers the job n-1 times and Work puts it back each time, so the worker counts
 // the attempt from the delivery count, as it would in production. Default 1. Keep n
 // within the attempt limit (MaxAttempts): the attempt that reaches it is the last,
-// and a failure then is dead.
+// and a failure then is dead; past it the worker dead-letters the job without
+// running it, and Work fails the test.
 func Attempt(n int) Option { return func(c *config) { c.attempt = n } }
 
 // MaxAttempts sets the job's own attempt limit (producer.MaxAttempts), which
-// overrides the worker's. Default: the worker's, 10 unless WorkerOptions sets
-// consumer.MaxAttempts.
+// overrides the worker's. Default: the worker's, consumer.DefaultMaxAttempts unless
+// WorkerOptions sets consumer.MaxAttempts.
 func MaxAttempts(n int) Option { return func(c *config) { c.maxAttempts = n } }
 
 // WorkerOptions passes options to the worker (consumer.New), after Work's own: a

@@ -28,6 +28,10 @@ const Queue = "consumertest"
 // watches it returns.
 const stopGrace = 10 * time.Second
 
+// setupTimeout bounds setting up the queue, the job and the worker, which a loaded
+// machine can make slow.
+const setupTimeout = 30 * time.Second
+
 // Outcome is what the worker did with the attempt.
 type Outcome string
 
@@ -104,7 +108,9 @@ func Work(t testing.TB, h consumer.Handler, payload []byte, opts ...Option) *Res
 
 	env := testenv.Start(t)
 	js := env.JetStream(t)
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	// Setting up (the queue, the job, the worker) has a bound of its own: Timeout is
+	// the wait for the outcome only.
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	p, err := producer.New(ctx, js, Queue)
 	if err != nil {
@@ -118,7 +124,8 @@ func Work(t testing.TB, h consumer.Handler, payload []byte, opts ...Option) *Res
 	logs := &testLog{t: t}
 	workerOpts := append([]consumer.Option{consumer.Logger(slog.New(slog.NewTextHandler(logs, nil))), consumer.Name("consumertest")},
 		cfg.worker...)
-	w, err := consumer.New(ctx, js, Queue, once(h), append(workerOpts, consumer.DrainTimeout(0))...)
+	var ran atomic.Bool
+	w, err := consumer.New(ctx, js, Queue, once(h, &ran), append(workerOpts, consumer.DrainTimeout(0))...)
 	if err != nil {
 		t.Fatalf("consumertest: %v", err)
 	}
@@ -190,13 +197,20 @@ func Work(t testing.TB, h consumer.Handler, payload []byte, opts ...Option) *Res
 		why := "the worker reported no outcome"
 		select {
 		case res = <-settled: // the handler returned as the worker stopped
-			why = "the handler was cut short: " + res.Err.Error()
+			why = fmt.Sprintf("the worker settled it %s only after that", res.Outcome)
+			if res.Err != nil {
+				why = "the handler was cut short: " + res.Err.Error()
+			}
 		default:
 		}
 		t.Fatalf("consumertest: job %s was not settled within %s (Timeout option); %s", info.ID, cfg.timeout, why)
 	}
 	if res.Outcome == "" {
 		t.Fatalf("consumertest: job %s: %v", info.ID, res.Err)
+	}
+	if !ran.Load() {
+		t.Fatalf("consumertest: job %s ended %s without running the handler (%v): is Attempt(%d) past the worker's attempt limit?",
+			info.ID, res.Outcome, res.Err, cfg.attempt)
 	}
 	return res
 }
@@ -221,10 +235,9 @@ func enqueueOptions(cfg config) []producer.EnqueueOption {
 	return opts
 }
 
-// once runs h on the first job it is given. A later run (a retry the worker got
+// once runs h on the first job it is given, setting ran. A later run (a retry the worker got
 // before it stopped) waits for the worker to stop instead: Work reports one attempt.
-func once(h consumer.Handler) consumer.Handler {
-	var ran atomic.Bool
+func once(h consumer.Handler, ran *atomic.Bool) consumer.Handler {
 	return consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		if ran.CompareAndSwap(false, true) {
 			return h.Handle(ctx, j)

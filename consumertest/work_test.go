@@ -208,6 +208,16 @@ func TestWorkFailsTheTest(t *testing.T) {
 			[]consumertest.Option{consumertest.Attempt(4), consumertest.MaxAttempts(3)},
 			"Attempt(4) is past MaxAttempts(3)",
 		},
+		"a handler that commits only after the Timeout": {
+			consumer.HandlerFunc(func(context.Context, *consumer.Job) error { time.Sleep(time.Second); return nil }),
+			[]consumertest.Option{consumertest.Timeout(300 * time.Millisecond)},
+			"was not settled within 300ms (Timeout option); the worker settled it committed only after that",
+		},
+		"an attempt past the worker's limit": {
+			consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }),
+			[]consumertest.Option{consumertest.Attempt(4), consumertest.WorkerOptions(consumer.MaxAttempts(3))},
+			"without running the handler",
+		},
 		"a nil handler": {nil, nil, "nil handler"},
 		"an invalid job id": {
 			consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }),
