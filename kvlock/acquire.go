@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/retry"
 )
 
@@ -63,7 +64,7 @@ func (l *Locker) acquireConfig(opts []AcquireOption) (acquireConfig, error) {
 
 func (l *Locker) acquire(ctx context.Context, op string, tg *target, ac acquireConfig, wait bool) (*Lock, error) {
 	if ctx == nil {
-		return nil, tg.errorf(op, fmt.Errorf("nil context: %w", ErrInvalidOption))
+		return nil, tg.errorf(op, option.Nil("context"))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, tg.errorf(op, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/retry"
 )
 
@@ -30,7 +31,7 @@ type Entry struct {
 // slot. Free keys (released, expired) are left out.
 func (l *Locker) List(ctx context.Context) ([]Entry, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("kvlock: list: nil context: %w", ErrInvalidOption)
+		return nil, fmt.Errorf("kvlock: list: %w", option.Nil("context"))
 	}
 	var out []Entry
 	err := retry.Do(ctx, func(ctx context.Context) error {
@@ -76,7 +77,7 @@ func (l *Locker) List(ctx context.Context) ([]Entry, error) {
 // Inspect returns the holder of the lock called name, or nil if it is free.
 func (l *Locker) Inspect(ctx context.Context, name string) (*Holder, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("kvlock: inspect lock %q: nil context: %w", name, ErrInvalidOption)
+		return nil, fmt.Errorf("kvlock: inspect lock %q: %w", name, option.Nil("context"))
 	}
 	key, err := lockKey(kindLock, name)
 	if err != nil {
@@ -104,7 +105,7 @@ func (l *Locker) Inspect(ctx context.Context, name string) (*Holder, error) {
 func (l *Locker) ForceRelease(ctx context.Context, name string, revision uint64) (Holder, error) {
 	errorf := func(err error) error { return fmt.Errorf("kvlock: force-release lock %q: %w", name, err) }
 	if ctx == nil {
-		return Holder{}, errorf(fmt.Errorf("nil context: %w", ErrInvalidOption))
+		return Holder{}, errorf(option.Nil("context"))
 	}
 	key, err := lockKey(kindLock, name)
 	if err != nil {
@@ -178,9 +179,9 @@ func decodeKey(key string) (name, kind string, slot int, ok bool) {
 func BucketExists(ctx context.Context, js jetstream.JetStream, bucket string) (bool, error) {
 	switch {
 	case ctx == nil:
-		return false, fmt.Errorf("kvlock: bucket %q exists: nil context: %w", bucket, ErrInvalidOption)
+		return false, fmt.Errorf("kvlock: bucket %q exists: %w", bucket, option.Nil("context"))
 	case js == nil:
-		return false, fmt.Errorf("kvlock: bucket %q exists: nil JetStream: %w", bucket, ErrInvalidOption)
+		return false, fmt.Errorf("kvlock: bucket %q exists: %w", bucket, option.Nil("JetStream"))
 	}
 	var found bool
 	err := retry.Do(ctx, func(ctx context.Context) error {

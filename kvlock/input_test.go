@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/workq/workq/internal/badinput"
 	"github.com/workq/workq/testenv"
 )
 
@@ -82,17 +83,37 @@ func TestBadInput(t *testing.T) {
 	}
 	// A nil context is refused by every call that takes one, without a panic.
 	var nilCtx context.Context // a variable, as a caller's bug would pass it
-	for what, call := range map[string]func() error{
-		"Acquire":      func() error { _, err := l.Acquire(nilCtx, "x"); return err },
-		"Inspect":      func() error { _, err := l.Inspect(nilCtx, "x"); return err },
-		"ForceRelease": func() error { _, err := l.ForceRelease(nilCtx, "x", 0); return err },
-		"List":         func() error { _, err := l.List(nilCtx); return err },
-		"BucketExists": func() error { _, err := BucketExists(nilCtx, js, DefaultBucket); return err },
-	} {
-		if err := call(); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "nil context") {
-			t.Errorf("%s(nil ctx): %v, want an ErrInvalidOption saying nil context", what, err)
-		}
+	held, err := l.Acquire(ctx, "held")
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer held.Release(ctx)
+	lim, err := l.Limiter(ctx, "lim", 10, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sem, err := l.Semaphore("sem", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := func(context.Context, uint64) error { return nil }
+	badinput.Run(t, ErrInvalidOption, []badinput.Case{
+		{"New", "nil context", func() error { _, err := New(nilCtx, js); return err }},
+		{"Acquire", "nil context", func() error { _, err := l.Acquire(nilCtx, "x"); return err }},
+		{"TryAcquire", "nil context", func() error { _, err := l.TryAcquire(nilCtx, "x"); return err }},
+		{"Do", "nil context", func() error { return l.Do(nilCtx, "x", noop) }},
+		{"Release", "nil context", func() error { return held.Release(nilCtx) }},
+		{"Inspect", "nil context", func() error { _, err := l.Inspect(nilCtx, "x"); return err }},
+		{"ForceRelease", "nil context", func() error { _, err := l.ForceRelease(nilCtx, "x", 0); return err }},
+		{"List", "nil context", func() error { _, err := l.List(nilCtx); return err }},
+		{"BucketExists", "nil context", func() error { _, err := BucketExists(nilCtx, js, DefaultBucket); return err }},
+		{"Limiter", "nil context", func() error { _, err := l.Limiter(nilCtx, "x", 1, time.Second); return err }},
+		{"Limiter.Allow", "nil context", func() error { _, _, err := lim.Allow(nilCtx); return err }},
+		{"Limiter.Wait", "nil context", func() error { return lim.Wait(nilCtx) }},
+		{"Semaphore.Acquire", "nil context", func() error { _, err := sem.Acquire(nilCtx); return err }},
+		{"Semaphore.TryAcquire", "nil context", func() error { _, err := sem.TryAcquire(nilCtx); return err }},
+		{"Semaphore.Do", "nil context", func() error { return sem.Do(nilCtx, noop) }},
+	})
 	if _, err := BucketExists(ctx, nil, DefaultBucket); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("BucketExists(nil js): %v, want ErrInvalidOption", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/naming"
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/retry"
 )
 
@@ -65,7 +66,7 @@ func (l *Locker) Limiter(ctx context.Context, name string, n int, window time.Du
 			name, window, MinWindow, n, n, window, ErrInvalidOption)
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("kvlock: limiter %q: nil context: %w", name, ErrInvalidOption)
+		return nil, fmt.Errorf("kvlock: limiter %q: %w", name, option.Nil("context"))
 	}
 	lim := &Limiter{l: l, name: name, n: n, window: window, subject: "workq.limit." + name}
 	cfg := jetstream.StreamConfig{
@@ -126,7 +127,7 @@ func (lim *Limiter) Window() time.Duration { return lim.window }
 // reconnect fails instead of hanging.
 func (lim *Limiter) Allow(ctx context.Context) (allowed bool, retryAfter time.Duration, err error) {
 	if ctx == nil {
-		return false, 0, lim.errorf("allow", fmt.Errorf("nil context: %w", ErrInvalidOption))
+		return false, 0, lim.errorf("allow", option.Nil("context"))
 	}
 	return lim.allow(ctx, "")
 }
@@ -161,7 +162,7 @@ func (lim *Limiter) allow(ctx context.Context, id string) (allowed bool, retryAf
 // answered as admitted when Wait asks again: one Wait takes at most one permit.
 func (lim *Limiter) Wait(ctx context.Context) error {
 	if ctx == nil {
-		return lim.errorf("wait", fmt.Errorf("nil context: %w", ErrInvalidOption))
+		return lim.errorf("wait", option.Nil("context"))
 	}
 	id := nuid.Next()
 	delay := 10 * time.Millisecond

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/retry"
 )
 
@@ -131,7 +132,7 @@ func (lk *Lock) Held() bool {
 // Release again retries the delete.
 func (lk *Lock) Release(ctx context.Context) error {
 	if ctx == nil {
-		return lk.errorf(fmt.Errorf("nil context: %w", ErrInvalidOption))
+		return lk.errorf(option.Nil("context"))
 	}
 	if err := ctx.Err(); err != nil {
 		return lk.errorf(err) // nothing done: the lock is still held and renewed

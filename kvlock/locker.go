@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/retry"
 )
 
@@ -37,10 +38,10 @@ type Locker struct {
 // reachable yet, New waits for it until ctx ends: clients may start before the server.
 func New(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Locker, error) {
 	if js == nil {
-		return nil, fmt.Errorf("kvlock: new: nil JetStream: %w", ErrInvalidOption)
+		return nil, fmt.Errorf("kvlock: new: %w", option.Nil("JetStream"))
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("kvlock: new: nil context: %w", ErrInvalidOption)
+		return nil, fmt.Errorf("kvlock: new: %w", option.Nil("context"))
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {

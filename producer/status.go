@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 )
@@ -18,7 +19,7 @@ import (
 // after the queue's record TTL, 24 hours by default).
 func (p *Producer) Status(ctx context.Context, id string) (*Record, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("producer: status of job %s on queue %s: nil context: %w", id, p.names.Queue, ErrInvalidOption)
+		return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, option.Nil("context"))
 	}
 	if err := queue.CheckID(id); err != nil {
 		return nil, fmt.Errorf("producer: status on queue %s: %w", p.names.Queue, err)
