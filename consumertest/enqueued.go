@@ -45,6 +45,17 @@ type Match struct {
 	Kind string
 }
 
+// filter returns the jobs that match m, in order.
+func (m Match) filter(jobs []EnqueuedJob) []EnqueuedJob {
+	var found []EnqueuedJob
+	for _, j := range jobs {
+		if m.matches(j) {
+			found = append(found, j)
+		}
+	}
+	return found
+}
+
 func (m Match) matches(j EnqueuedJob) bool {
 	return (m.ID == "" || m.ID == j.ID) && (m.Kind == "" || m.Kind == j.Kind)
 }
@@ -83,12 +94,7 @@ func Enqueued(t testing.TB, js jetstream.JetStream, queueName string) []Enqueued
 func RequireEnqueued(t testing.TB, js jetstream.JetStream, queueName string, m Match) EnqueuedJob {
 	t.Helper()
 	jobs := Enqueued(t, js, queueName)
-	var found []EnqueuedJob
-	for _, j := range jobs {
-		if m.matches(j) {
-			found = append(found, j)
-		}
-	}
+	found := m.filter(jobs)
 	if len(found) != 1 {
 		t.Fatalf("consumertest: queue %s: want one job matching %s, found %d; the queue holds %s", queueName, m, len(found), list(jobs))
 	}
@@ -99,13 +105,7 @@ func RequireEnqueued(t testing.TB, js jetstream.JetStream, queueName string, m M
 // test with the ones that do. It reads the stream once, as Enqueued does.
 func RequireNotEnqueued(t testing.TB, js jetstream.JetStream, queueName string, m Match) {
 	t.Helper()
-	var found []EnqueuedJob
-	for _, j := range Enqueued(t, js, queueName) {
-		if m.matches(j) {
-			found = append(found, j)
-		}
-	}
-	if len(found) > 0 {
+	if found := m.filter(Enqueued(t, js, queueName)); len(found) > 0 {
 		t.Fatalf("consumertest: queue %s: want no job matching %s, found %s", queueName, m, list(found))
 	}
 }
@@ -159,6 +159,7 @@ func enqueued(ctx context.Context, js jetstream.JetStream, queueName string) ([]
 		if err != nil {
 			return nil, fmt.Errorf("queue %s: reading message %d on: %w", queueName, seq, err)
 		}
+		queue.DropBatchHeaders(msg.Header) // transport headers of group commit: a handler never sees them
 		j := EnqueuedJob{
 			ID:         names.JobID(msg.Subject, msg.Header.Get(queue.HeaderID), msg.Sequence),
 			Kind:       msg.Header.Get(queue.HeaderKind),

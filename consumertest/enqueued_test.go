@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumertest"
@@ -131,5 +132,52 @@ func TestRequireEnqueuedFailsTheTest(t *testing.T) {
 	})
 	if len(failures) != 1 || !strings.Contains(failures[0], `job broken: payload "{" is not a consumertest_test.greet`) {
 		t.Errorf("failures %q", failures)
+	}
+}
+
+// Jobs stored by group commit (atomic batches) carry the batch's transport headers
+// in the stream; Enqueued shows the headers a handler sees, without them.
+func TestEnqueuedHidesBatchHeaders(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 20*time.Second)
+	p, err := producer.New(ctx, js, "batched", producer.GroupCommit(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := make([]producer.Job, 200)
+	for i := range jobs {
+		jobs[i] = producer.Job{Payload: []byte("x"), Header: nats.Header{"Team": []string{"a"}}}
+	}
+	if _, err := p.EnqueueBatch(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, "WORKQ_batched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	for seq := uint64(1); seq <= uint64(len(jobs)); seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Header.Get("Nats-Batch-Id") != "" {
+			stored++
+		}
+	}
+	if stored == 0 {
+		t.Fatal("no job was stored by an atomic batch: the test shows nothing")
+	}
+	for _, j := range consumertest.Enqueued(t, js, "batched") {
+		for k := range j.Header {
+			if strings.HasPrefix(k, "Nats-Batch-") {
+				t.Fatalf("job %s: header %s, a transport header of the batch", j.ID, k)
+			}
+		}
+		if j.Header.Get("Team") != "a" {
+			t.Fatalf("job %s: headers %v, want the job's own", j.ID, j.Header)
+		}
 	}
 }

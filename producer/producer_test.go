@@ -189,13 +189,16 @@ func TestNewRefusesIncompatibleStream(t *testing.T) {
 	}
 }
 
+// The README's first library line once asked for Replicas(3) against the quick
+// start's single server: New fails at once (not at its context's end), saying the
+// queue needs a cluster.
 func TestNewReplicasOnSingleNodeFailsFast(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	ctx := testenv.Context(t, 10*time.Second)
 	start := time.Now()
-	p, err := producer.New(ctx, js, "r3", producer.Replicas(3))
+	p, err := producer.New(ctx, js, "emails", producer.Replicas(3))
 	took := time.Since(start)
 	if err == nil || p != nil {
 		t.Fatalf("New with Replicas(3) on one node succeeded")
@@ -203,13 +206,14 @@ func TestNewReplicasOnSingleNodeFailsFast(t *testing.T) {
 	if ctx.Err() != nil || took > 5*time.Second {
 		t.Fatalf("New with Replicas(3) took %s (waited for its context): %v", took, err)
 	}
-	if errors.Is(err, context.DeadlineExceeded) || !strings.Contains(strings.ToLower(err.Error()), "replica") {
-		t.Fatalf("error does not say replicas are the problem: %v", err)
+	if !errors.Is(err, producer.ErrNeedsCluster) {
+		t.Fatalf("New with Replicas(3) on one node: %v, want ErrNeedsCluster", err)
 	}
-	if _, err := producer.New(ctx, js, "r0", producer.Replicas(0)); err == nil {
-		t.Fatal("Replicas(0) accepted")
+	for _, part := range []string{"queue emails", "3 replicas needs a cluster of at least 3 nodes"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error does not say %q: %v", part, err)
+		}
 	}
-	t.Logf("Replicas(3): %v (after %s)", err, took)
 }
 
 // ---- Enqueue ----

@@ -249,11 +249,12 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	}
 	h := nats.Header{}
 	for k, v := range d.Header {
-		if strings.HasPrefix(k, "Workq-") && isDeadHeader(k) || k == queue.HeaderID || strings.HasPrefix(k, queue.BatchHeaderPrefix) {
+		if strings.HasPrefix(k, "Workq-") && isDeadHeader(k) || k == queue.HeaderID {
 			continue
 		}
 		h[k] = v
 	}
+	queue.DropBatchHeaders(h)
 	h.Set(queue.HeaderID, fmt.Sprintf("%s:requeue:%d", id, d.Sequence))
 	msg := &nats.Msg{Subject: n.JobSubject(id), Data: d.Payload, Header: h}
 	var ack *jetstream.PubAck
