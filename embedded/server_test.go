@@ -226,7 +226,7 @@ func TestMemoryStoreIsAFileStoreInTmpfs(t *testing.T) {
 }
 
 // A port already taken is reported at once, as the listen error, not after a wait
-// for readiness; Run leaves no store behind.
+// for readiness.
 func TestPortInUse(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -247,6 +247,29 @@ func TestPortInUse(t *testing.T) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("Run on a port in use: %v; want an error wrapping EADDRINUSE naming %s", err, addr)
+	}
+}
+
+// A Run that fails removes the temporary store it made. Not parallel: it points
+// TMPDIR (where the store is made) at a directory of its own, to see it left empty.
+func TestFailedRunLeavesNoStore(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if s, err := embedded.Run(embedded.Port(l.Addr().(*net.TCPAddr).Port)); err == nil {
+		s.Close()
+		t.Fatal("Run on a port in use succeeded")
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Fatalf("a failed Run left %s in the temporary directory", left[0].Name())
 	}
 }
 
