@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/embedded"
+	"github.com/workq/workq/testenv"
 )
 
 // Three servers started one by one with the cluster options, each given the route
@@ -42,7 +43,7 @@ func TestNodesJoinThroughClusterOptions(t *testing.T) {
 		nodes = append(nodes, s)
 	}
 	js := jetStream(t, nodes[0].URL())
-	ctx := testContext(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	// The stream can be placed once a meta leader is elected and knows every node;
 	// until then a request may go unanswered, so each try has a short deadline.
 	var st jetstream.Stream
@@ -129,7 +130,7 @@ func TestClusterStopAndRestartNode(t *testing.T) {
 		wantStoreIn(t, cl.Node(i), dir)
 	}
 	js := jetStream(t, cl.URL(), cl.ClientOptions()...)
-	ctx := testContext(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "R", Subjects: []string{"r"}, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}

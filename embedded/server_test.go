@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/embedded"
+	"github.com/workq/workq/testenv"
 )
 
 // run starts a server for the test and closes it when the test ends.
@@ -45,13 +46,6 @@ func jetStream(t *testing.T, url string, opts ...nats.Option) jetstream.JetStrea
 		t.Fatal(err)
 	}
 	return js
-}
-
-func testContext(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // wantSyncAlways fails unless the running server's JetStream fsyncs every write
@@ -124,7 +118,7 @@ func TestRestartKeepsPortAndFileStreams(t *testing.T) {
 	s := run(t, embedded.SyncAlways(), embedded.MemoryStore())
 	wantSyncAlways(t, s.NATS(), true)
 	js := jetStream(t, s.URL())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	storeOne(t, ctx, js, "S")
 	url := s.URL()
 	if err := s.Restart(); err != nil {
@@ -189,7 +183,7 @@ func TestDirIsKept(t *testing.T) {
 	s := run(t, embedded.Dir(dir))
 	wantStoreIn(t, s.NATS(), dir)
 	js := jetStream(t, s.URL())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	storeOne(t, ctx, js, "K")
 	s.Close()
 	// A new server on the same directory has the data.
@@ -207,7 +201,7 @@ func TestMemoryStoreIsAFileStoreInTmpfs(t *testing.T) {
 	}
 	wantStoreIn(t, s.NATS(), s.StoreDir())
 	js := jetStream(t, s.URL())
-	st, err := js.CreateStream(testContext(t, 10*time.Second), jetstream.StreamConfig{Name: "F", Subjects: []string{"f"}})
+	st, err := js.CreateStream(testenv.Context(t, 10*time.Second), jetstream.StreamConfig{Name: "F", Subjects: []string{"f"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/workq/workq/embedded"
 	"github.com/workq/workq/internal/testcert"
+	"github.com/workq/workq/testenv"
 )
 
 // wantTLS checks that clients of s must use TLS: one that trusts the certificate
@@ -30,7 +31,7 @@ func wantTLS(t *testing.T, s *embedded.Server, roots *x509.CertPool) {
 	if cs, err := nc.TLSConnectionState(); err != nil || !cs.HandshakeComplete {
 		t.Fatalf("connection TLS state: %v, %+v", err, cs)
 	}
-	if _, err := jetStream(t, s.URL(), nats.Secure(&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12})).AccountInfo(testContext(t, 10*time.Second)); err != nil {
+	if _, err := jetStream(t, s.URL(), nats.Secure(&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12})).AccountInfo(testenv.Context(t, 10*time.Second)); err != nil {
 		t.Fatalf("JetStream over TLS: %v", err)
 	}
 	if nc, err := nats.Connect(s.URL(), nats.Timeout(2*time.Second)); err == nil {
