@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -274,40 +275,31 @@ type batchReply struct {
 // whose outcome is unknown (no reply) settles every publish with that error: each
 // may have been stored, as with a single publish whose reply was lost.
 func (w *Writer) batch(ps []*Publish) bool {
-	// The batch is bounded by the earliest deadline among its publishes, and by the
-	// reply timeout.
-	ctx := ps[0].ctx
-	for _, p := range ps[1:] {
-		if d, ok := p.ctx.Deadline(); ok {
-			if cd, cok := ctx.Deadline(); !cok || d.Before(cd) {
-				ctx = p.ctx
-			}
-		}
-	}
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	// The reply is waited for up to the writer's Timeout, whatever the callers'
+	// contexts: the messages are sent by then, and one caller giving up must not
+	// settle the others' publishes with its cancellation (each caller leaves
+	// through its own PublishMsg context anyway).
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
 	defer cancel()
 	nc := w.js.Conn()
 	id := nuid.Next()
 	var reply *nats.Msg
 	var err error
 	for i, p := range ps {
-		h := p.msg.Header
-		if h == nil {
-			h = nats.Header{}
-			p.msg.Header = h
+		// A copy carries the batch headers: the caller's message may be in another
+		// send at the same time (a publish retried after its context ended).
+		m := &nats.Msg{Subject: p.msg.Subject, Data: p.msg.Data, Header: maps.Clone(p.msg.Header)}
+		if m.Header == nil {
+			m.Header = nats.Header{}
 		}
-		h.Set(headerBatchID, id)
-		h.Set(headerBatchSeq, strconv.Itoa(i+1))
+		m.Header.Set(headerBatchID, id)
+		m.Header.Set(headerBatchSeq, strconv.Itoa(i+1))
 		if i < len(ps)-1 {
-			err = nc.PublishMsg(p.msg)
+			err = nc.PublishMsg(m)
 		} else {
-			h.Set(headerBatchCommit, "1")
-			reply, err = nc.RequestMsgWithContext(ctx, p.msg)
-			h.Del(headerBatchCommit)
+			m.Header.Set(headerBatchCommit, "1")
+			reply, err = nc.RequestMsgWithContext(ctx, m)
 		}
-		h.Del(headerBatchID)
-		h.Del(headerBatchSeq)
 		if err != nil {
 			break
 		}
@@ -316,8 +308,8 @@ func (w *Writer) batch(ps []*Publish) bool {
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
 			err = jetstream.ErrNoStreamResponse
-		case errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil:
-			err = nats.ErrTimeout // the reply timeout, not a caller's deadline
+		case errors.Is(err, context.DeadlineExceeded):
+			err = nats.ErrTimeout // the reply timeout
 		}
 		for _, p := range ps {
 			p.settle(nil, err)

@@ -261,3 +261,38 @@ func TestLostReplyTimesOutAndFreesTheSlot(t *testing.T) {
 		t.Fatalf("publish after the link is back: %v", err)
 	}
 }
+
+// A caller's message may be in two sends at once (a producer resends it when its
+// own wait ended first). The writer puts the batch headers on copies: the caller's
+// message is never written to, so the race detector finds nothing and the message
+// comes back as it was given.
+func TestCallersMessageIsNeverWritten(t *testing.T) {
+	t.Parallel()
+	js := testenv.Start(t).JetStream(t)
+	ctx := testenv.Context(t, 20*time.Second)
+	bucket(t, js, "GC_SHARED", true)
+	w := New(js, Config{MinBatch: 2, MaxBatch: 100, MaxInflight: 8})
+	msgs := make([]*nats.Msg, 50)
+	for i := range msgs {
+		msgs[i] = &nats.Msg{Subject: "$KV.GC_SHARED.k" + strconv.Itoa(i), Data: []byte("v"), Header: nats.Header{"Team": []string{"a"}}}
+	}
+	var ps []*Publish
+	for range 2 { // every message queued twice, as a resend would
+		ps = append(ps, goAll(ctx, w, msgs)...)
+	}
+	for _, p := range ps {
+		select {
+		case <-p.Ok():
+		case err := <-p.Err():
+			t.Fatalf("publish: %v", err)
+		}
+	}
+	if w.Stats().Batches == 0 {
+		t.Fatal("nothing went out in a batch: the test shows nothing")
+	}
+	for _, m := range msgs {
+		if len(m.Header) != 1 || m.Header.Get("Team") != "a" {
+			t.Fatalf("the caller's message came back with headers %v", m.Header)
+		}
+	}
+}
