@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +31,7 @@ func (a *app) dlqRequeueCommand() *cobra.Command {
 original payload and headers. Each is deleted from the dead letters only after
 the server has stored it on the queue, so an interrupted requeue loses nothing,
 and running it again finishes it without duplicating what was already requeued.`,
-		Args:              cobra.MinimumNArgs(1),
+		Args:              rangeArgs(1, math.MaxInt, "<queue> [job-id...]"),
 		ValidArgsFunction: a.completeQueues,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.queue, f.ids = args[0], args[1:]

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/workq/workq/consumer"
 	"testing"
 	"time"
 )
@@ -9,8 +10,8 @@ import (
 func workWith(change func(f *workFlags)) *workFlags {
 	f := &workFlags{
 		queue: "q", argv: []string{"true"},
-		concurrency: 1, ackWait: 30 * time.Second, maxAttempts: 10, drainTimeout: 30 * time.Second,
-		backoff: time.Second, backoffMax: 5 * time.Minute, permanentExit: permanentExitDefault,
+		concurrency: 1, ackWait: consumer.DefaultAckWait, maxAttempts: consumer.DefaultMaxAttempts, drainTimeout: consumer.DefaultDrainTimeout,
+		backoff: consumer.DefaultBackoffBase, backoffMax: consumer.DefaultBackoffLimit, permanentExit: permanentExitDefault,
 		killGrace: 5 * time.Second, maxResult: 512 << 10,
 	}
 	change(f)
