@@ -275,11 +275,19 @@ type batchReply struct {
 // whose outcome is unknown (no reply) settles every publish with that error: each
 // may have been stored, as with a single publish whose reply was lost.
 func (w *Writer) batch(ps []*Publish) bool {
-	// The reply is waited for up to the writer's Timeout, whatever the callers'
-	// contexts: the messages are sent by then, and one caller giving up must not
-	// settle the others' publishes with its cancellation (each caller leaves
-	// through its own PublishMsg context anyway).
-	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
+	// The batch is bounded by the earliest deadline among its publishes, and by the
+	// reply timeout: the send slot must not stay taken for a reply its callers no
+	// longer wait for (they retry, and their retries queue behind it).
+	ctx := ps[0].ctx
+	for _, p := range ps[1:] {
+		if d, ok := p.ctx.Deadline(); ok {
+			if cd, cok := ctx.Deadline(); !cok || d.Before(cd) {
+				ctx = p.ctx
+			}
+		}
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
 	nc := w.js.Conn()
 	id := nuid.Next()
@@ -308,8 +316,8 @@ func (w *Writer) batch(ps []*Publish) bool {
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
 			err = jetstream.ErrNoStreamResponse
-		case errors.Is(err, context.DeadlineExceeded):
-			err = nats.ErrTimeout // the reply timeout
+		case errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil:
+			err = nats.ErrTimeout // the reply timeout, not a caller's deadline
 		}
 		for _, p := range ps {
 			p.settle(nil, err)
