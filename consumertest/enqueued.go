@@ -159,7 +159,7 @@ func enqueued(ctx context.Context, js jetstream.JetStream, queueName string) ([]
 		if err != nil {
 			return nil, fmt.Errorf("queue %s: reading message %d on: %w", queueName, seq, err)
 		}
-		queue.DropBatchHeaders(msg.Header) // transport headers of group commit: a handler never sees them
+		queue.DropServerHeaders(msg.Header) // transport headers of group commit: a handler never sees them
 		j := EnqueuedJob{
 			ID:         names.JobID(msg.Subject, msg.Header.Get(queue.HeaderID), msg.Sequence),
 			Kind:       msg.Header.Get(queue.HeaderKind),

@@ -254,7 +254,7 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 		}
 		h[k] = v
 	}
-	queue.DropBatchHeaders(h)
+	queue.DropServerHeaders(h)
 	h.Set(queue.HeaderID, fmt.Sprintf("%s:requeue:%d", id, d.Sequence))
 	msg := &nats.Msg{Subject: n.JobSubject(id), Data: d.Payload, Header: h}
 	var ack *jetstream.PubAck

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"net/textproto"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -118,12 +117,3 @@ func MsgSize(h nats.Header, data []byte) int { return HeaderSize(h) + len(data) 
 // message (a dead letter, a requeued job) must not carry them, or the server would
 // take the copy for part of a batch.
 const BatchHeaderPrefix = "Nats-Batch-"
-
-// DropBatchHeaders deletes h's atomic-batch headers in place.
-func DropBatchHeaders(h nats.Header) {
-	for k := range h {
-		if strings.HasPrefix(k, BatchHeaderPrefix) {
-			delete(h, k)
-		}
-	}
-}

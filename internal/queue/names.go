@@ -20,6 +20,14 @@ type Names struct {
 	DeadSubject string // workq.<queue>.dead
 	Bucket      string // WORKQ_<queue>_JOBS: job records, key = job id
 	Consumer    string // the durable pull consumer every worker shares
+	// DelayedPrefix (workq.<queue>.delayed.) + job id is the subject of a job
+	// enqueued to start later: a message schedule that the server fires once, at the
+	// job's time, onto the job's subject. Outside the workers' filter.
+	DelayedPrefix string
+	// PeriodicPrefix (workq.<queue>.periodic.) + name is the subject of a periodic
+	// schedule: a message schedule that the server fires onto JobsSubject at every
+	// time of the schedule. Outside the workers' filter.
+	PeriodicPrefix string
 }
 
 // ConsumerName is the durable consumer that every worker of a queue pulls from.
@@ -39,6 +47,9 @@ func NamesFor(q string) (Names, error) {
 		DeadSubject: "workq." + q + ".dead",
 		Bucket:      "WORKQ_" + q + "_JOBS",
 		Consumer:    ConsumerName,
+
+		DelayedPrefix:  "workq." + q + ".delayed.",
+		PeriodicPrefix: "workq." + q + ".periodic.",
 	}, nil
 }
 
@@ -48,6 +59,18 @@ func (n Names) JobSubject(id string) string { return n.JobsPrefix + id }
 
 // JobsFilter is the consumer's filter: the plain jobs subject and every per-job subject.
 func (n Names) JobsFilter() []string { return []string{n.JobsSubject, n.JobsPrefix + ">"} }
+
+// DelayedSubject is the subject of job id while it waits for its time.
+func (n Names) DelayedSubject(id string) string { return n.DelayedPrefix + id }
+
+// PeriodicSubject is the subject of the periodic schedule name.
+func (n Names) PeriodicSubject(name string) string { return n.PeriodicPrefix + name }
+
+// ScheduleSubjects are the subjects of the stream's message schedules: delayed jobs
+// and periodic schedules.
+func (n Names) ScheduleSubjects() []string {
+	return []string{n.DelayedPrefix + ">", n.PeriodicPrefix + ">"}
+}
 
 // MaxIDLen bounds job ids; they are KV keys and subject tokens.
 const MaxIDLen = 200

@@ -50,6 +50,9 @@ type Objects struct {
 	// AtomicJobs and AtomicRecords say whether the jobs stream and the records
 	// bucket's stream take atomic batch publishes (group commit needs them).
 	AtomicJobs, AtomicRecords bool
+	// SchedulesErr is nil when the jobs stream takes message schedules (delayed and
+	// periodic jobs), else why it does not.
+	SchedulesErr error
 }
 
 // Provision creates the queue's streams and bucket if they are missing and checks
@@ -80,12 +83,15 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 		o.Stream, err = ensureStream(ctx, js, jetstream.StreamConfig{
 			Name:        n.Stream,
 			Description: "workq jobs of queue " + n.Queue,
-			Subjects:    n.JobsFilter(),
+			Subjects:    append(n.JobsFilter(), n.ScheduleSubjects()...),
 			Retention:   jetstream.WorkQueuePolicy,
 			Storage:     storage,
 			Replicas:    replicas,
 			Duplicates:  cfg.Duplicates,
-		}, cfg)
+			// The server fires delayed and periodic jobs from message schedules kept in
+			// this stream (2.12+; an older server drops the setting: SchedulesErr).
+			AllowMsgSchedules: true,
+		}, cfg, n.JobsFilter())
 		if err != nil {
 			return err
 		}
@@ -97,7 +103,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 			Storage:     storage,
 			Replicas:    replicas,
 			Duplicates:  cfg.Duplicates,
-		}, cfg)
+		}, cfg, nil)
 		if err != nil {
 			return err
 		}
@@ -113,6 +119,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 		if err != nil {
 			return err
 		}
+		o.SchedulesErr = allowSchedules(ctx, js, n, o.Stream.CachedInfo().Config)
 		o.AtomicJobs = allowAtomic(ctx, js, o.Stream.CachedInfo().Config)
 		o.AtomicRecords = allowAtomic(ctx, js, records)
 		return nil
@@ -173,7 +180,11 @@ func replicasError(replicas int, err error) error {
 	return err
 }
 
-func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, cfg Config) (jetstream.Stream, error) {
+// ensureStream creates the stream want or checks the existing one: its retention,
+// replicas and storage as cfg asks, and that it takes the subjects required (all of
+// want's when required is nil). Subjects want has beyond required are added later,
+// by an update (allowSchedules), to a stream created before they existed.
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, cfg Config, required []string) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, want.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		s, err = js.CreateStream(ctx, want)
@@ -189,7 +200,10 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	if have.Retention != want.Retention {
 		bad = append(bad, fmt.Sprintf("retention %s, want %s", have.Retention, want.Retention))
 	}
-	for _, subj := range want.Subjects {
+	if required == nil {
+		required = want.Subjects
+	}
+	for _, subj := range required {
 		if !slices.Contains(have.Subjects, subj) {
 			bad = append(bad, fmt.Sprintf("subjects %v lack %s", have.Subjects, subj))
 		}

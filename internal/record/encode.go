@@ -59,7 +59,7 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 	for _, t := range [...]struct {
 		key string
 		t   *time.Time
-	}{{`,"enqueued_at":`, &r.EnqueuedAt}, {`,"started_at":`, &r.StartedAt}, {`,"finished_at":`, &r.FinishedAt}, {`,"retry_at":`, &r.RetryAt}} {
+	}{{`,"enqueued_at":`, &r.EnqueuedAt}, {`,"started_at":`, &r.StartedAt}, {`,"finished_at":`, &r.FinishedAt}, {`,"retry_at":`, &r.RetryAt}, {`,"scheduled_at":`, &r.ScheduledAt}} {
 		if t.t.IsZero() {
 			continue
 		}
@@ -69,6 +69,10 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 			return nil, err
 		}
 		b = append(b, '"')
+	}
+	if r.Schedule != "" {
+		b = append(b, `,"schedule":`...)
+		b = appendString(b, r.Schedule)
 	}
 	if r.LastError != "" {
 		b = append(b, `,"last_error":`...)
@@ -86,7 +90,7 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 // strings need escaping or its numbers are huge (b then grows as usual): the keys,
 // quotes and numbers take under 300 bytes, each time 37.
 func (r *Record) sizeHint() int {
-	n := 300 + 4*37 + len(r.ID) + len(r.Queue) + len(r.Kind) + len(r.State) + len(r.LastError) + base64.StdEncoding.EncodedLen(len(r.Result))
+	n := 300 + 5*37 + len(r.ID) + len(r.Queue) + len(r.Kind) + len(r.State) + len(r.Schedule) + len(r.LastError) + base64.StdEncoding.EncodedLen(len(r.Result))
 	if w := r.Worker; w != nil {
 		n += len(w.Name) + len(w.Host)
 	}

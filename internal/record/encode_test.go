@@ -28,6 +28,7 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 			Attempt: rng.IntN(5) - 1, MaxAttempts: rng.IntN(3), Delivery: uint64(rng.IntN(3)),
 			Epoch: rng.Int64N(3) - 1, Sequence: rng.Uint64(), LastError: pick(strs),
 			EnqueuedAt: pickT(), StartedAt: pickT(), FinishedAt: pickT(), RetryAt: pickT(), Revision: 7,
+			ScheduledAt: pickT(), Schedule: pick(strs),
 		}
 		if i%3 != 0 {
 			r.Worker = &Worker{Name: pick(strs), Host: pick(strs), PID: rng.IntN(100000)}
@@ -77,7 +78,8 @@ func TestAppendJSONSizeHint(t *testing.T) {
 	now := time.Now()
 	r := &Record{ID: "01JXYZABCDEFGHJKMNPQRSTVWX", Queue: "emails", Kind: "send_email", State: Done, Attempt: 3, MaxAttempts: 10,
 		Delivery: 3, Epoch: now.UnixNano(), Sequence: 1 << 40, Worker: &Worker{Name: "host-1234", Host: "host", PID: 1234567},
-		EnqueuedAt: now, StartedAt: now, FinishedAt: now, RetryAt: now, LastError: "boom", Result: []byte("a result")}
+		EnqueuedAt: now, StartedAt: now, FinishedAt: now, RetryAt: now, LastError: "boom", Result: []byte("a result"),
+		ScheduledAt: now, Schedule: "nightly-report"}
 	b, _ := r.AppendJSON(nil)
 	if len(b) > r.sizeHint() {
 		t.Fatalf("document of %d bytes, size hint %d", len(b), r.sizeHint())

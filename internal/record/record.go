@@ -17,10 +17,15 @@ const (
 	Retrying State = "retrying" // failed; waits for its next attempt at RetryAt
 	Done     State = "done"     // committed: the handler succeeded and its result was stored
 	Dead     State = "dead"     // failed for good; a copy is in the dead-letter stream
+	// Scheduled: waiting for its time. Never stored: Status reports it for a delayed
+	// job, which has no record until it fires and a worker claims it.
+	Scheduled State = "scheduled"
+	// Cancelled: a scheduled job cancelled before a worker claimed it; it never runs.
+	Cancelled State = "cancelled"
 )
 
 // Terminal reports whether no more attempts will be made.
-func (s State) Terminal() bool { return s == Done || s == Dead }
+func (s State) Terminal() bool { return s == Done || s == Dead || s == Cancelled }
 
 // Worker identifies the worker that claimed a job.
 type Worker struct {
@@ -42,9 +47,11 @@ type Record struct {
 	Sequence    uint64    `json:"sequence"`               // stream sequence of the job message
 	Worker      *Worker   `json:"worker,omitempty"`       // who ran the last attempt
 	EnqueuedAt  time.Time `json:"enqueued_at,omitzero"`
-	StartedAt   time.Time `json:"started_at,omitzero"`  // start of the last attempt
-	FinishedAt  time.Time `json:"finished_at,omitzero"` // when it became done or dead
-	RetryAt     time.Time `json:"retry_at,omitzero"`    // when a retrying job is due again
+	StartedAt   time.Time `json:"started_at,omitzero"`   // start of the last attempt
+	FinishedAt  time.Time `json:"finished_at,omitzero"`  // when it became done or dead
+	RetryAt     time.Time `json:"retry_at,omitzero"`     // when a retrying job is due again
+	ScheduledAt time.Time `json:"scheduled_at,omitzero"` // when a delayed job was due, or the time a periodic firing stands for
+	Schedule    string    `json:"schedule,omitempty"`    // the periodic schedule that fired the job
 	LastError   string    `json:"last_error,omitempty"`
 	Result      []byte    `json:"result,omitempty"` // base64 in JSON: what the handler set
 
