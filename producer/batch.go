@@ -89,6 +89,15 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 			fail(pd.i, ctx.Err())
 			return
 		}
+		if delayed(pd.msg) && jserr.IsConflict(err) {
+			ack, err := p.scheduledDuplicate(ctx, pd.msg, err)
+			if err != nil {
+				fail(pd.i, err)
+				return
+			}
+			res[pd.i].Sequence, res[pd.i].Duplicate = ack.Sequence, true
+			return
+		}
 		if !jserr.Transient(err) && !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
 			fail(pd.i, err)
 			return
@@ -105,6 +114,9 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 		j := jobs[i] // a copy: message fills in the generated id
 		msg, err := p.message(&j)
 		res[i].ID = j.ID
+		if err == nil {
+			res[i].ScheduledAt = scheduledAt(msg)
+		}
 		if err != nil {
 			res[i].Err = err
 			failed++
@@ -144,9 +156,10 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 }
 
 // publishAsync sends msg without waiting: through the group writer when there is
-// one, else as an async publish.
+// one, else as an async publish. A delayed job is always an async publish: its
+// expectation (the id is not scheduled yet) would fail a whole atomic batch.
 func (p *Producer) publishAsync(ctx context.Context, msg *nats.Msg) (jetstream.PubAckFuture, error) {
-	if p.group != nil {
+	if p.group != nil && !delayed(msg) {
 		return p.group.Go(ctx, msg), nil
 	}
 	return p.js.PublishMsgAsync(msg)

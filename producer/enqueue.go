@@ -22,13 +22,19 @@ type Job struct {
 	Kind        string      // routing key for consumer.Mux; optional
 	Header      nats.Header // extra headers, passed to the handler
 	MaxAttempts int         // overrides the worker's limit when > 0
+	// At delays the job: it does not start before this time. Zero, or a time that
+	// has come, enqueues it to run at once. See the At option.
+	At time.Time
 }
 
 // JobInfo says where a job landed.
 type JobInfo struct {
 	ID        string
 	Sequence  uint64 // stream sequence; for a duplicate, the original's
-	Duplicate bool   // the id was enqueued within the duplicate window; nothing new was stored
+	Duplicate bool   // the id was enqueued within the duplicate window, or is scheduled; nothing new was stored
+	// ScheduledAt is when a delayed job is due (At, After); zero for a job that
+	// runs at once. For a duplicate, the time of this enqueue, not the original's.
+	ScheduledAt time.Time
 }
 
 // Enqueue publishes one job and waits for the server to store it. A transient
@@ -62,22 +68,26 @@ func (p *Producer) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueO
 	} else {
 		p.metrics.enqueued.Inc()
 	}
-	return JobInfo{ID: j.ID, Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
+	return JobInfo{ID: j.ID, Sequence: ack.Sequence, Duplicate: ack.Duplicate, ScheduledAt: scheduledAt(msg)}, nil
 }
 
 // publish publishes msg and waits for its acknowledgement, retrying transient
-// failures until ctx ends.
+// failures until ctx ends. A delayed job whose id is scheduled already is
+// acknowledged as a duplicate.
 func (p *Producer) publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
 	var ack *jetstream.PubAck
 	err := retry.Do(ctx, func(ctx context.Context) error {
 		var err error
-		if p.group != nil {
+		if p.group != nil && !delayed(msg) {
 			ack, err = p.group.PublishMsg(ctx, msg)
 		} else {
 			ack, err = p.js.PublishMsg(ctx, msg)
 		}
 		return err
 	})
+	if err != nil && delayed(msg) {
+		return p.scheduledDuplicate(ctx, msg, err)
+	}
 	return ack, err
 }
 
@@ -105,9 +115,16 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 	if j.MaxAttempts > 0 {
 		h.Set(queue.HeaderMaxAttempts, strconv.Itoa(j.MaxAttempts))
 	}
+	msg := &nats.Msg{Subject: p.names.JobSubject(j.ID), Data: j.Payload, Header: h}
+	if !j.At.IsZero() && time.Until(j.At) > 0 {
+		if p.objects.SchedulesErr != nil {
+			return nil, fmt.Errorf("producer: job %s: %w", j.ID, p.objects.SchedulesErr)
+		}
+		p.delay(msg, j.At)
+	}
 	if size, max := queue.MsgSize(h, j.Payload), p.js.Conn().MaxPayload(); int64(size+DeadLetterReserve) > max {
 		return nil, fmt.Errorf("producer: job %s: %w: %d bytes of payload and %d of headers; the server takes %d, less %d kept for the job's dead letter",
 			j.ID, ErrPayloadTooLarge, len(j.Payload), size-len(j.Payload), max, DeadLetterReserve)
 	}
-	return &nats.Msg{Subject: p.names.JobSubject(j.ID), Data: j.Payload, Header: h}, nil
+	return msg, nil
 }

@@ -166,6 +166,28 @@ func Header(key, value string) EnqueueOption {
 // MaxAttempts overrides the worker's attempt limit for this job. Default: the worker's.
 func MaxAttempts(n int) EnqueueOption { return func(j *Job) { j.MaxAttempts = n } }
 
+// At delays the job until t: it does not start before t, and starts as soon after
+// it as a worker is free. The server keeps the job as a message schedule in the
+// queue's stream (replicated with it) and fires it at t itself: no process of yours
+// needs to run meanwhile. A t that has come (or the zero time) enqueues the job to
+// run at once. Its id is reserved while it waits: a second delayed enqueue of the id
+// is a duplicate until it fires, and an enqueue to run at once is a duplicate within
+// the duplicate window (the README's "Scheduling" says more). Status reports it
+// scheduled; Cancel cancels it. It needs nats-server 2.12 or later.
+func At(t time.Time) EnqueueOption { return func(j *Job) { j.At = t } }
+
+// After delays the job by d from the enqueue: At(time.Now().Add(d)). A d of 0 or
+// less enqueues the job to run at once.
+func After(d time.Duration) EnqueueOption {
+	return func(j *Job) {
+		if d > 0 {
+			j.At = time.Now().Add(d)
+		} else {
+			j.At = time.Time{}
+		}
+	}
+}
+
 // GroupCommit sets whether enqueues share atomic batch publishes: the jobs of a
 // batch, and single enqueues from concurrent goroutines, are stored by one server
 // write for many jobs instead of one each. Batches form only when publishes queue

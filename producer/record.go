@@ -19,7 +19,8 @@ type Record struct {
 	Queue string `json:"queue"`
 	// Kind is the job's kind (EnqueueOption Kind, or JobArgs.Kind), "" if it has none.
 	Kind string `json:"kind,omitempty"`
-	// State is where the job stands: queued, running, retrying, done or dead.
+	// State is where the job stands: scheduled, queued, running, retrying, done,
+	// dead or cancelled.
 	State State `json:"state"`
 	// Attempt counts the runs started so far, 1 on the first run, 0 while the job has
 	// not run. Runs that left no trace (their worker died before writing anything)
@@ -51,6 +52,11 @@ type Record struct {
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	// RetryAt is when a retrying job is due to run again; zero unless it is retrying.
 	RetryAt time.Time `json:"retry_at,omitzero"`
+	// ScheduledAt is when a delayed job is (or was) due, or the time a periodic
+	// schedule's firing stands for; zero for a job enqueued to run at once.
+	ScheduledAt time.Time `json:"scheduled_at,omitzero"`
+	// Schedule is the name of the periodic schedule that fired the job; "" if none.
+	Schedule string `json:"schedule,omitempty"`
 	// LastError is the last failure's error text (a panic's includes its stack); ""
 	// if no attempt has failed.
 	LastError string `json:"last_error,omitempty"`
@@ -92,10 +98,15 @@ const (
 	StateDone State = State(record.Done)
 	// StateDead: failed for good; a copy is in the queue's dead letters.
 	StateDead State = State(record.Dead)
+	// StateScheduled: a delayed job waiting for its time (ScheduledAt).
+	StateScheduled State = State(record.Scheduled)
+	// StateCancelled: a scheduled job cancelled before it ran; it never runs.
+	StateCancelled State = State(record.Cancelled)
 )
 
-// Terminal reports whether no more attempts will be made: the job is done or dead.
-func (s State) Terminal() bool { return s == StateDone || s == StateDead }
+// Terminal reports whether no more attempts will be made: the job is done, dead
+// or cancelled.
+func (s State) Terminal() bool { return s == StateDone || s == StateDead || s == StateCancelled }
 
 // publicRecord is r as a Record: the one place the stored record becomes the public
 // one.
@@ -114,6 +125,8 @@ func publicRecord(r *record.Record) *Record {
 		StartedAt:   r.StartedAt,
 		FinishedAt:  r.FinishedAt,
 		RetryAt:     r.RetryAt,
+		ScheduledAt: r.ScheduledAt,
+		Schedule:    r.Schedule,
 		LastError:   r.LastError,
 		Result:      r.Result,
 		Revision:    r.Revision,

@@ -15,8 +15,10 @@ import (
 
 // Status returns the record of job id. A job that is enqueued but not yet claimed
 // has no record in the bucket; Status finds its message in the stream and reports it
-// queued. An id that is neither queued nor recorded is ErrNotFound (records expire
-// after the queue's record TTL, 24 hours by default).
+// queued, or scheduled (with ScheduledAt) while a delayed job waits for its time. An
+// id that is neither queued, scheduled nor recorded is ErrNotFound (records expire
+// after the queue's record TTL, 24 hours by default). A job fired by a periodic
+// schedule has a record once a worker has claimed it.
 func (p *Producer) Status(ctx context.Context, id string) (*Record, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, option.Nil("context"))
@@ -25,7 +27,8 @@ func (p *Producer) Status(ctx context.Context, id string) (*Record, error) {
 		return nil, fmt.Errorf("producer: status on queue %s: %w", p.names.Queue, err)
 	}
 	// Record, then stream, then record again: a worker may claim and finish the job
-	// between the first two reads.
+	// between the first two reads (and the server fire a delayed job between the
+	// stream's two).
 	for range 2 {
 		rec, err := p.records.Get(ctx, id)
 		if err == nil {
@@ -34,17 +37,21 @@ func (p *Producer) Status(ctx context.Context, id string) (*Record, error) {
 		if !errors.Is(err, record.ErrNotFound) {
 			return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
 		}
-		msg, err := p.objects.Stream.GetLastMsgForSubject(ctx, p.names.JobSubject(id))
-		if err == nil {
-			return queuedRecord(p.names.Queue, id, msg), nil
-		}
-		if !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
+		for _, subject := range []string{p.names.JobSubject(id), p.names.DelayedSubject(id)} {
+			msg, err := p.objects.Stream.GetLastMsgForSubject(ctx, subject)
+			if err == nil {
+				return queuedRecord(p.names.Queue, id, msg), nil
+			}
+			if !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
+			}
 		}
 	}
 	return nil, fmt.Errorf("producer: job %s on queue %s: %w", id, p.names.Queue, ErrNotFound)
 }
 
+// queuedRecord is the record of a job that no worker has claimed yet: its message
+// msg on the job's subject (queued) or delayed subject (scheduled).
 func queuedRecord(q, id string, msg *jetstream.RawStreamMsg) *Record {
 	r := &Record{
 		ID:         id,
@@ -53,6 +60,11 @@ func queuedRecord(q, id string, msg *jetstream.RawStreamMsg) *Record {
 		State:      StateQueued,
 		Sequence:   msg.Sequence,
 		EnqueuedAt: msg.Time,
+		// A job fired from a schedule carries its due time.
+		ScheduledAt: queue.ScheduledAt(msg.Header),
+	}
+	if msg.Header.Get(queue.HeaderNatsSchedule) != "" {
+		r.State = StateScheduled
 	}
 	if n, err := strconv.Atoi(msg.Header.Get(queue.HeaderMaxAttempts)); err == nil {
 		r.MaxAttempts = n
