@@ -51,7 +51,11 @@ const retryTolerance = 100 * time.Millisecond
 // Its reads and writes are bounded by a write context (writeContext), made only when
 // it talks to the server: a lazy first claim, the common case, needs none.
 func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
-	if j.md.NumDelivered != 1 || !j.lease.current() || j.md.Sequence.Stream <= j.lease.inc.FirstSeq || j.twin {
+	// A fired job (delayed or periodic) reads its record first too: the server may
+	// have fired it twice across a change of stream leader (both copies carry the
+	// same id, which the stream's dedup does not see), or it may have been cancelled
+	// as it fired.
+	if j.md.NumDelivered != 1 || !j.lease.current() || j.md.Sequence.Stream <= j.lease.inc.FirstSeq || j.twin || !j.scheduledAt.IsZero() {
 		wctx, cancel := w.writeContext(ctx)
 		defer cancel()
 		return w.claim(wctx, j)
@@ -71,6 +75,13 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 	return runIt, err
 }
 
+// sameFiring reports whether prev, the record of another message with j's id, is
+// the record of the same firing: the same delayed job's due time, or the same
+// periodic schedule's firing time.
+func sameFiring(j *Job, prev *record.Record) bool {
+	return !j.scheduledAt.IsZero() && prev.ScheduledAt.Equal(j.scheduledAt) && prev.Schedule == j.schedule
+}
+
 // fresh is the claim this delivery writes as the given attempt. Its Revision is 0
 // until it is written.
 func (w *Worker) fresh(j *Job, attempt int) *record.Record {
@@ -78,6 +89,7 @@ func (w *Worker) fresh(j *Job, attempt int) *record.Record {
 		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: record.Running, Attempt: attempt,
 		MaxAttempts: j.maxAttempts, Delivery: j.md.NumDelivered, Epoch: j.lease.inc.Epoch,
 		Sequence: j.md.Sequence.Stream, Worker: &w.identity, EnqueuedAt: j.md.Timestamp, StartedAt: time.Now(),
+		ScheduledAt: j.scheduledAt, Schedule: j.schedule,
 	}
 }
 
@@ -106,6 +118,11 @@ func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 		case err != nil:
 			return 0, err
 		case w.forgottenDuplicate(j, prev):
+			return alreadyDone, nil
+		case prev.Sequence != j.md.Sequence.Stream && prev.State.Terminal() && sameFiring(j, prev):
+			// Another copy of a firing that has ended (a new stream leader fired again
+			// what the old one fired as it failed), or of a delayed job cancelled while
+			// the server fired it: it never runs.
 			return alreadyDone, nil
 		case prev.Sequence != j.md.Sequence.Stream:
 			// The record belongs to another message with the same id: a job enqueued

@@ -13,6 +13,7 @@ import (
 
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/schedule"
 )
 
 // Job is one delivery of a job to this worker.
@@ -28,6 +29,8 @@ type Job struct {
 	result      []byte
 	fenced      bool
 	retryIn     time.Duration // verdict early: how long until the job's retry time
+	scheduledAt time.Time     // a delayed job's due time, or the time a periodic firing stands for
+	schedule    string        // the periodic schedule that fired the job
 	metrics     *kindMetrics  // the series of this job's queue and kind
 
 	mu     sync.Mutex
@@ -40,9 +43,14 @@ type Job struct {
 func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 	msg := l.msg
 	h := msg.Headers()
-	queue.DropBatchHeaders(h) // so neither the handler nor a dead letter sees them
 	j := &Job{w: w, msg: msg, lease: l, md: md, kind: h.Get(queue.HeaderKind), maxAttempts: w.cfg.maxAttempts, fenced: !w.cfg.unfenced}
-	j.id = w.names.JobID(msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
+	if name, at, ok := w.names.Firing(h); ok {
+		j.id, j.schedule, j.scheduledAt = schedule.FiringID(name, at), name, at
+	} else {
+		j.id = w.names.JobID(msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
+		j.scheduledAt = queue.ScheduledAt(h)
+	}
+	queue.DropServerHeaders(h) // so neither the handler nor a dead letter sees them
 	if len(j.kind) > queue.MaxKindLen {
 		j.kind = j.kind[:queue.MaxKindLen] // such a job is dead-lettered before it runs
 	}
@@ -76,6 +84,15 @@ func (j *Job) Attempt() int { return j.attempt }
 
 // MaxAttempts is the attempt limit that applies to this job.
 func (j *Job) MaxAttempts() int { return j.maxAttempts }
+
+// ScheduledAt is when a delayed job was due (producer.At, producer.After), or the
+// time a periodic schedule's firing stands for; zero for a job enqueued to run at
+// once.
+func (j *Job) ScheduledAt() time.Time { return j.scheduledAt }
+
+// Schedule is the name of the periodic schedule that fired the job, "" for a job
+// that no schedule fired.
+func (j *Job) Schedule() string { return j.schedule }
 
 // Sequence is the job message's stream sequence.
 func (j *Job) Sequence() uint64 { return j.md.Sequence.Stream }
