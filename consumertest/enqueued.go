@@ -36,6 +36,10 @@ type EnqueuedJob struct {
 	Sequence uint64
 	// EnqueuedAt is when the server stored the job.
 	EnqueuedAt time.Time
+	// ScheduledAt is when a delayed job (producer.At, producer.After) is due, or the
+	// time a periodic schedule's firing stands for; zero for a job that runs at once.
+	// A delayed job is listed while it waits, as well as once it has fired.
+	ScheduledAt time.Time
 }
 
 // Match selects enqueued jobs: a job matches when it has every field that is set.
@@ -159,18 +163,25 @@ func enqueued(ctx context.Context, js jetstream.JetStream, queueName string) ([]
 		if err != nil {
 			return nil, fmt.Errorf("queue %s: reading message %d on: %w", queueName, seq, err)
 		}
-		queue.DropServerHeaders(msg.Header) // transport headers of group commit: a handler never sees them
-		j := EnqueuedJob{
-			ID:         names.JobID(msg.Subject, msg.Header.Get(queue.HeaderID), msg.Sequence),
-			Kind:       msg.Header.Get(queue.HeaderKind),
-			Payload:    msg.Data,
-			Header:     msg.Header,
-			Sequence:   msg.Sequence,
-			EnqueuedAt: msg.Time,
+		seq = msg.Sequence + 1
+		if strings.HasPrefix(msg.Subject, names.PeriodicPrefix) {
+			continue // a periodic schedule, not a job
 		}
+		j := EnqueuedJob{
+			ID:          names.MessageJobID(msg.Subject, msg.Header, msg.Sequence),
+			Kind:        msg.Header.Get(queue.HeaderKind),
+			Payload:     msg.Data,
+			Header:      msg.Header,
+			Sequence:    msg.Sequence,
+			EnqueuedAt:  msg.Time,
+			ScheduledAt: queue.ScheduledAt(msg.Header),
+		}
+		if _, at, ok := names.Firing(msg.Header); ok {
+			j.ScheduledAt = at
+		}
+		queue.DropServerHeaders(msg.Header) // transport headers (batch, schedule): a handler never sees them
 		j.MaxAttempts, _ = strconv.Atoi(msg.Header.Get(queue.HeaderMaxAttempts))
 		jobs = append(jobs, j)
-		seq = msg.Sequence + 1
 	}
 }
 

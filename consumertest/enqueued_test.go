@@ -181,3 +181,28 @@ func TestEnqueuedHidesBatchHeaders(t *testing.T) {
 		}
 	}
 }
+
+// A delayed job is enqueued while it waits, with its due time and without the
+// server's schedule headers; a periodic schedule is not a job.
+func TestEnqueuedListsDelayedJobsNotSchedules(t *testing.T) {
+	t.Parallel()
+	js, p := newQueue(t, "later")
+	ctx := testenv.Context(t, 10*time.Second)
+	due := time.Now().Add(time.Hour)
+	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("remind"), producer.Kind("remind"), producer.At(due)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Schedule(ctx, "nightly", "0 2 * * *", []byte("n"), producer.Kind("report")); err != nil {
+		t.Fatal(err)
+	}
+	jobs := consumertest.Enqueued(t, js, "later")
+	if len(jobs) != 1 || jobs[0].ID != "remind" || jobs[0].Kind != "remind" || !jobs[0].ScheduledAt.Equal(due) {
+		t.Fatalf("enqueued %+v; want the delayed job remind due %v only", jobs, due)
+	}
+	for k := range jobs[0].Header {
+		if strings.HasPrefix(k, "Nats-Schedule") || strings.HasPrefix(k, "Nats-Expected") || k == "Nats-Rollup" {
+			t.Errorf("header %s of the schedule is shown", k)
+		}
+	}
+	consumertest.RequireNotEnqueued(t, js, "later", consumertest.Match{Kind: "report"})
+}

@@ -18,12 +18,13 @@ import (
 
 // QueueCollector is a prometheus.Collector that reads queues' state from the server
 // when scraped: jobs in the stream, jobs not yet delivered, jobs delivered and not
-// acknowledged, of those the redelivered ones, dead letters, and the age of the
-// oldest job. Register it once per registry (reg.MustRegister(c)) with every queue
+// acknowledged, of those the redelivered ones, dead letters, the age of the oldest
+// job, delayed jobs waiting for their time and periodic schedules. Register it once per registry (reg.MustRegister(c)) with every queue
 // to watch; it creates nothing on the server.
 //
-// A scrape reads each queue with three requests to the server (stream info,
-// consumer info, dead-letter stream info). The result is cached for CollectorCache
+// A scrape reads each queue with four requests to the server (stream info, consumer
+// info, the schedules' count, dead-letter stream info), two more to find the
+// oldest job when the stream holds schedules. The result is cached for CollectorCache
 // (default DefaultCollectorCache, 5 s), and scrapes that arrive while a read is under
 // way wait for it rather than start their own, so frequent or concurrent scrapes
 // never hammer the server. A read is bounded by CollectorTimeout (default
@@ -45,6 +46,7 @@ type queueSample struct {
 	queue                                        string
 	ok                                           bool
 	jobs, pending, ackPending, redelivered, dead float64
+	scheduled, schedules                         float64
 	oldest                                       time.Time // zero when the queue is empty
 }
 
@@ -98,6 +100,8 @@ func CollectorTimeout(d time.Duration) CollectorOption {
 //	workq_queue_redelivered             gauge  of those, jobs delivered more than once
 //	workq_queue_dead_letters            gauge  messages in the dead-letter stream
 //	workq_queue_oldest_job_age_seconds  gauge  age of the oldest job in the queue, 0 when empty
+//	workq_queue_scheduled               gauge  delayed jobs waiting for their time
+//	workq_queue_schedules               gauge  periodic schedules, paused ones included
 //	workq_queue_up                      gauge  1 if the last read of the queue succeeded, else 0 (and no other series)
 func NewQueueCollector(js jetstream.JetStream, queues []string, opts ...CollectorOption) (*QueueCollector, error) {
 	if js == nil {
@@ -129,6 +133,8 @@ var (
 	descRedelivered = queueDesc("workq_queue_redelivered", "Jobs delivered and not yet acknowledged that were delivered more than once.")
 	descDead        = queueDesc("workq_queue_dead_letters", "Messages in the queue's dead-letter stream.")
 	descOldest      = queueDesc("workq_queue_oldest_job_age_seconds", "Age of the oldest job in the queue's stream; 0 when it is empty.")
+	descScheduled   = queueDesc("workq_queue_scheduled", "Delayed jobs waiting for their time.")
+	descSchedules   = queueDesc("workq_queue_schedules", "Periodic schedules of the queue, paused ones included.")
 	descUp          = queueDesc("workq_queue_up", "1 if the last read of the queue's state from the server succeeded, else 0.")
 )
 
@@ -138,7 +144,7 @@ func queueDesc(name, help string) *prometheus.Desc {
 
 // Describe implements prometheus.Collector.
 func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descJobs, descPending, descAckPending, descRedelivered, descDead, descOldest, descUp} {
+	for _, d := range []*prometheus.Desc{descJobs, descPending, descAckPending, descRedelivered, descDead, descOldest, descScheduled, descSchedules, descUp} {
 		ch <- d
 	}
 }
@@ -157,6 +163,8 @@ func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descAckPending, prometheus.GaugeValue, s.ackPending, s.queue)
 		ch <- prometheus.MustNewConstMetric(descRedelivered, prometheus.GaugeValue, s.redelivered, s.queue)
 		ch <- prometheus.MustNewConstMetric(descDead, prometheus.GaugeValue, s.dead, s.queue)
+		ch <- prometheus.MustNewConstMetric(descScheduled, prometheus.GaugeValue, s.scheduled, s.queue)
+		ch <- prometheus.MustNewConstMetric(descSchedules, prometheus.GaugeValue, s.schedules, s.queue)
 		age := 0.0
 		if !s.oldest.IsZero() {
 			age = max(0, now.Sub(s.oldest).Seconds()) // the server's clock stamped it
@@ -227,20 +235,18 @@ func (c *QueueCollector) readAll(ctx context.Context) []queueSample {
 	return out
 }
 
-// readQueue reads one queue's stream (unless si is given), consumer and dead letters.
+// readQueue reads one queue's stream (si, if given, is its info as just listed),
+// consumer and dead letters.
 func (c *QueueCollector) readQueue(ctx context.Context, n queue.Names, si *jetstream.StreamInfo) queueSample {
 	s := queueSample{queue: n.Queue}
+	st, err := c.js.Stream(ctx, n.Stream)
+	if err != nil {
+		return s
+	}
 	if si == nil {
-		st, err := c.js.Stream(ctx, n.Stream)
-		if err != nil {
-			return s
-		}
 		si = st.CachedInfo()
 	}
-	s.jobs, s.pending = float64(si.State.Msgs), float64(si.State.Msgs)
-	if si.State.Msgs > 0 {
-		s.oldest = si.State.FirstTime
-	}
+	var ci *jetstream.ConsumerInfo
 	cons, err := c.js.Consumer(ctx, n.Stream, n.Consumer)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
@@ -248,8 +254,16 @@ func (c *QueueCollector) readQueue(ctx context.Context, n queue.Names, si *jetst
 	case err != nil:
 		return s
 	default:
-		ci := cons.CachedInfo()
-		s.pending, s.ackPending, s.redelivered = float64(ci.NumPending), float64(ci.NumAckPending), float64(ci.NumRedelivered)
+		ci = cons.CachedInfo()
+		s.ackPending, s.redelivered = float64(ci.NumAckPending), float64(ci.NumRedelivered)
+	}
+	census, err := queue.TakeCensus(ctx, st, n, si, ci)
+	if err != nil {
+		return s
+	}
+	s.jobs, s.pending, s.scheduled, s.schedules, s.oldest = float64(census.Jobs), float64(census.Jobs), float64(census.Scheduled), float64(census.Schedules), census.Oldest
+	if ci != nil {
+		s.pending = float64(ci.NumPending)
 	}
 	dead, err := c.js.Stream(ctx, n.DeadStream)
 	switch {

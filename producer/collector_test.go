@@ -2,6 +2,7 @@ package producer_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -146,8 +147,8 @@ func apiCalls(t *testing.T, js jetstream.JetStream) uint64 {
 	return ai.API.Total
 }
 
-// Scrapes in quick succession, concurrent or not, read the server once: three API requests for the
-// queue (stream, consumer, dead letters), counted by the server itself.
+// Scrapes in quick succession, concurrent or not, read the server once, counted by
+// the server itself.
 func TestQueueCollectorCaches(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
@@ -176,8 +177,10 @@ func TestQueueCollectorCaches(t *testing.T) {
 	if got := gauge(t, reg, "workq_queue_up", "cached"); got != 1 {
 		t.Fatalf("up %v, want 1", got)
 	}
-	if n := apiCalls(t, js) - start - 1; n != 3 {
-		t.Errorf("five scrapes made %d API requests, want 3 (one read)", n)
+	// One read: stream info, consumer info (not found: no worker yet), the
+	// schedules' and, without a consumer, the delayed jobs' counts, dead letters.
+	if n := apiCalls(t, js) - start - 1; n != 5 {
+		t.Errorf("five scrapes made %d API requests, want 5 (one read)", n)
 	}
 }
 
@@ -218,4 +221,46 @@ func TestQueueCollectorTimeout(t *testing.T) {
 	if got := gauge(t, reg, "workq_queue_jobs", "gone"); got != 0 {
 		t.Errorf("a down queue still reports jobs: %v", got)
 	}
+}
+
+// Delayed jobs and periodic schedules live in the queue's stream but are not its
+// jobs: the collector counts them apart, before and after the workers' consumer
+// exists, and the oldest job's age is not the older schedule's.
+func TestQueueCollectorCountsSchedulesApart(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	const q = "coll-sched"
+	p := mustNew(t, js, q)
+	if _, err := p.Schedule(ctx, "yearly", "@yearly", []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := p.Enqueue(ctx, []byte("later"), producer.ID(fmt.Sprint("later-", i)), producer.After(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond) // so that the schedule is measurably older than the job
+	if _, err := p.Enqueue(ctx, []byte("now")); err != nil {
+		t.Fatal(err)
+	}
+	_, reg := collectorOn(t, js, []string{q}, producer.CollectorCache(0))
+	check := func(when string) {
+		t.Helper()
+		for name, want := range map[string]float64{"workq_queue_jobs": 1, "workq_queue_pending": 1, "workq_queue_scheduled": 2, "workq_queue_schedules": 1} {
+			if got := gauge(t, reg, name, q); got != want {
+				t.Errorf("%s: %s = %v, want %v", when, name, got, want)
+			}
+		}
+		if age := gauge(t, reg, "workq_queue_oldest_job_age_seconds", q); age >= 1 {
+			t.Errorf("%s: oldest job age %vs: the schedule's, not the job's", when, age)
+		}
+	}
+	check("without a consumer")
+	noop := consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil })
+	if _, err := consumer.New(ctx, js, q, noop); err != nil {
+		t.Fatal(err)
+	}
+	check("with the workers' consumer")
 }

@@ -65,9 +65,9 @@ func (f *queueLsFlags) run(ctx context.Context, a *app) error {
 			fmt.Fprintln(a.stdout, "no queues")
 			return nil
 		}
-		t := newTable(a.stdout, "QUEUE", "JOBS", "PENDING", "RUNNING", "RETRYING", "REDELIVERED", "DEAD", "ACK WAIT", "OLDEST")
+		t := newTable(a.stdout, "QUEUE", "JOBS", "PENDING", "RUNNING", "RETRYING", "REDELIVERED", "DEAD", "SCHEDULED", "SCHEDULES", "ACK WAIT", "OLDEST")
 		for _, q := range qs {
-			t.row(q.Name, q.Jobs, q.Pending, q.Running, retrying(q), q.Redelivered, q.Dead, ackWait(q), ago(q.FirstJob))
+			t.row(q.Name, q.Jobs, q.Pending, q.Running, retrying(q), q.Redelivered, q.Dead, q.Scheduled, q.Schedules, ackWait(q), ago(q.FirstJob))
 		}
 		return t.flush()
 	})
@@ -116,6 +116,8 @@ func (f *queueInfoFlags) run(ctx context.Context, a *app) error {
 			{"retrying (waiting out a backoff)", retrying(*q)},
 			{"redelivered", q.Redelivered},
 			{"dead letters", q.Dead},
+			{"scheduled (delayed jobs waiting)", q.Scheduled},
+			{"periodic schedules", q.Schedules},
 			{"job records", q.Records},
 			{"oldest job", ago(q.FirstJob)},
 			{"workers' ack wait", ackWait(*q)},

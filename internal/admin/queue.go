@@ -25,9 +25,11 @@ var ErrNoQueue = errors.New("no such queue")
 type QueueInfo struct {
 	Name            string    `json:"name"`
 	Stream          string    `json:"stream"`
-	Jobs            uint64    `json:"jobs"`                       // messages in the jobs stream: queued, running or retrying
-	Bytes           uint64    `json:"bytes"`                      // their size
-	Pending         uint64    `json:"pending"`                    // not yet delivered to a worker (0 without a consumer: see Jobs)
+	Jobs            uint64    `json:"jobs"`                       // jobs in the stream: queued, running or retrying
+	Scheduled       uint64    `json:"scheduled"`                  // delayed jobs waiting for their time (in the stream too)
+	Schedules       uint64    `json:"schedules"`                  // periodic schedules (in the stream too)
+	Bytes           uint64    `json:"bytes"`                      // the size of the stream's messages
+	Pending         uint64    `json:"pending"`                    // not yet delivered to a worker (all the jobs without a consumer)
 	AckPending      int       `json:"ack_pending"`                // delivered and not yet acknowledged: Running + Retrying
 	Running         int       `json:"running"`                    // of those, not waiting out a retry: running, or held in a worker's pull buffer
 	Retrying        int       `json:"retrying"`                   // of those, waiting out a retry backoff (record state retrying)
@@ -133,13 +135,11 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 	}
 	si := s.CachedInfo()
 	qi := &QueueInfo{
-		Name: n.Queue, Stream: n.Stream, Jobs: si.State.Msgs, Bytes: si.State.Bytes, Pending: si.State.Msgs,
+		Name: n.Queue, Stream: n.Stream, Bytes: si.State.Bytes,
 		Duplicates: Duration(si.Config.Duplicates), Replicas: si.Config.Replicas, Storage: si.Config.Storage.String(),
 		Created: si.Created,
 	}
-	if si.State.Msgs > 0 {
-		qi.FirstJob = si.State.FirstTime
-	}
+	var ci *jetstream.ConsumerInfo
 	var delivered uint64 // the consumer's last delivered stream sequence
 	err = retry.Do(ctx, func(ctx context.Context) error {
 		c, err := s.Consumer(ctx, n.Consumer)
@@ -149,7 +149,7 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 		if err != nil {
 			return err
 		}
-		ci := c.CachedInfo()
+		ci = c.CachedInfo()
 		qi.Workers, qi.AckWait = true, Duration(ci.Config.AckWait)
 		qi.Pending, qi.AckPending, qi.Redelivered, qi.Waiting = ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting
 		qi.Running, delivered = ci.NumAckPending, ci.Delivered.Stream
@@ -157,6 +157,14 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: consumer %s: %w", n.Queue, n.Consumer, err)
+	}
+	census, err := queue.TakeCensus(ctx, s, n, si, ci)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: count jobs and schedules: %w", n.Queue, err)
+	}
+	qi.Jobs, qi.Scheduled, qi.Schedules, qi.FirstJob = census.Jobs, census.Scheduled, census.Schedules, census.Oldest
+	if ci == nil {
+		qi.Pending = census.Jobs
 	}
 	if qi.AckPending > 0 {
 		qi.Retrying, qi.RetryingPartial, err = countRetrying(ctx, js, s, n, si.State.FirstSeq, delivered)

@@ -61,7 +61,7 @@ func countRetrying(ctx context.Context, js jetstream.JetStream, s jetstream.Stre
 		if m.Subject != n.JobsSubject && !strings.HasPrefix(m.Subject, n.JobsPrefix) {
 			continue // not a job (another subject of the stream)
 		}
-		ids = append(ids, n.JobID(m.Subject, m.Header.Get(queue.HeaderID), m.Sequence))
+		ids = append(ids, n.MessageJobID(m.Subject, m.Header, m.Sequence))
 	}
 
 	records := record.Store{JS: js, KV: kv, Bucket: n.Bucket}

@@ -69,14 +69,23 @@ func ScheduledAt(h nats.Header) time.Time {
 
 // DropServerHeaders deletes from h, in place, the headers that are the server's
 // transport and not the job's: atomic-batch headers (Nats-Batch-*), message-schedule
-// headers (Nats-Schedule*, Nats-Scheduler) and publish expectations
-// (Nats-Expected-*). A job's handler never sees them, and a copy of the job (a dead
+// headers (Nats-Schedule*, Nats-Scheduler, and the Nats-Rollup the server adds to a
+// schedule) and publish expectations (Nats-Expected-*). A job's handler never sees them, and a copy of the job (a dead
 // letter, a requeued job) must not carry them: the server would refuse the copy
 // (a Nats-Scheduler header from a client) or take it for part of a batch.
 func DropServerHeaders(h nats.Header) {
 	for k := range h {
-		if strings.HasPrefix(k, BatchHeaderPrefix) || strings.HasPrefix(k, "Nats-Schedule") || strings.HasPrefix(k, "Nats-Expected-") {
+		if strings.HasPrefix(k, BatchHeaderPrefix) || strings.HasPrefix(k, "Nats-Schedule") || strings.HasPrefix(k, "Nats-Expected-") || k == "Nats-Rollup" {
 			delete(h, k)
 		}
 	}
+}
+
+// MessageJobID is the id of the job a message on the jobs subjects carries: a
+// periodic firing's id (Firing), else JobID's.
+func (n Names) MessageJobID(subject string, h nats.Header, seq uint64) string {
+	if name, at, ok := n.Firing(h); ok {
+		return schedule.FiringID(name, at)
+	}
+	return n.JobID(subject, h.Get(HeaderID), seq)
 }
