@@ -205,9 +205,11 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 	return qi, nil
 }
 
-// Purge removes every job waiting in the queue (not its dead letters, nor its job
-// records) and returns how many were removed. Jobs running at the time are removed
-// from the stream too; their workers' commits still land in the job records.
+// Purge removes every job waiting in the queue, delayed jobs included (not its
+// dead letters, its job records, nor its periodic schedules, which are the queue's
+// configuration), and returns how many were removed. Jobs running at the time are
+// removed from the stream too; their workers' commits still land in the job
+// records.
 func Purge(ctx context.Context, js jetstream.JetStream, name string) (uint64, error) {
 	n, err := queue.NamesFor(name)
 	if err != nil {
@@ -218,10 +220,24 @@ func Purge(ctx context.Context, js jetstream.JetStream, name string) (uint64, er
 		return 0, err
 	}
 	before := s.CachedInfo().State.Msgs
-	if err := retry.Do(ctx, func(ctx context.Context) error { return s.Purge(ctx) }); err != nil {
-		return 0, fmt.Errorf("purge queue %s (stream %s): %w", n.Queue, n.Stream, err)
+	for _, subject := range append(n.JobsFilter(), n.DelayedPrefix+">") {
+		err := retry.Do(ctx, func(ctx context.Context) error { return s.Purge(ctx, jetstream.WithPurgeSubject(subject)) })
+		if err != nil {
+			return 0, fmt.Errorf("purge queue %s (stream %s, %s): %w", n.Queue, n.Stream, subject, err)
+		}
 	}
-	return before, nil
+	var after uint64
+	err = retry.Do(ctx, func(ctx context.Context) error {
+		info, err := s.Info(ctx)
+		if err == nil {
+			after = info.State.Msgs
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge queue %s: count what is left: %w", n.Queue, err)
+	}
+	return before - min(before, after), nil
 }
 
 // Remove deletes the queue: its jobs stream with its workers' consumer, its dead

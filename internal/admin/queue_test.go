@@ -43,3 +43,38 @@ func TestInfoCountsSchedulesApart(t *testing.T) {
 		t.Fatalf("info %+v; want 1 job (stored %v), 1 scheduled, 1 schedule", q, st.EnqueuedAt)
 	}
 }
+
+// Purge removes the queue's jobs, delayed ones included, and keeps its periodic
+// schedules: they are the queue's configuration, not its backlog.
+func TestPurgeKeepsSchedules(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 20*time.Second)
+	p, err := producer.New(ctx, js, "purged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Schedule(ctx, "nightly", "0 2 * * *", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, opt := range []producer.EnqueueOption{nil, producer.After(time.Hour), producer.ID("with-id")} {
+		if _, err := p.Enqueue(ctx, []byte("x"), opt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := admin.Purge(ctx, js, "purged")
+	if err != nil || n != 3 {
+		t.Fatalf("Purge = %d, %v; want 3 jobs", n, err)
+	}
+	q, err := admin.Info(ctx, js, "purged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Jobs != 0 || q.Scheduled != 0 || q.Schedules != 1 {
+		t.Fatalf("after purge: %+v; want the schedule only", q)
+	}
+	if _, err := p.GetSchedule(ctx, "nightly"); err != nil {
+		t.Fatal(err)
+	}
+}
