@@ -255,6 +255,9 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 		h[k] = v
 	}
 	queue.DropServerHeaders(h)
+	// A requeue is a new run, not the delayed job's firing again: a worker would take
+	// a copy with the firing's due time for a second copy of it, and drop it.
+	h.Del(queue.HeaderScheduledAt)
 	h.Set(queue.HeaderID, fmt.Sprintf("%s:requeue:%d", id, d.Sequence))
 	msg := &nats.Msg{Subject: n.JobSubject(id), Data: d.Payload, Header: h}
 	var ack *jetstream.PubAck
