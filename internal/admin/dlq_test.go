@@ -1,12 +1,17 @@
 package admin_test
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/internal/admin"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
@@ -40,5 +45,50 @@ func TestRequeueRefusesTruncatedDeadLetter(t *testing.T) {
 	done, err = admin.Requeue(ctx, js, "cut", admin.Selection{IDs: []string{"whole"}}, nil)
 	if err != nil || len(done) != 1 {
 		t.Fatalf("Requeue of a whole dead letter: %v, %v", done, err)
+	}
+}
+
+// A delayed job that died is requeued as a new run: it runs again, though its
+// record (dead) carries the same due time as its first firing did.
+func TestRequeueRunsDeadDelayedJob(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	p, err := producer.New(ctx, js, "later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	w, err := consumer.New(ctx, js, "later", consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		if runs.Add(1) == 1 {
+			return consumer.Permanent(errors.New("first run fails for good"))
+		}
+		return nil
+	}), consumer.Logger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	defer func() { stop(); <-done }()
+	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("remind"), producer.After(200*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	state := func() producer.State {
+		r, err := p.Status(ctx, "remind")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.State
+	}
+	testenv.Eventually(t, 10*time.Second, "the delayed job dead", func() bool { return state() == producer.StateDead })
+	if got, err := admin.Requeue(ctx, js, "later", admin.Selection{IDs: []string{"remind"}}, nil); err != nil || len(got) != 1 {
+		t.Fatalf("Requeue = %+v, %v", got, err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the requeued job done", func() bool { return state() == producer.StateDone })
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("ran %d times, want 2", n)
 	}
 }
