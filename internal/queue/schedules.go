@@ -63,7 +63,11 @@ func (n Names) Firing(h nats.Header) (name string, at time.Time, ok bool) {
 
 // ScheduledAt is the due time a delayed job's message carries; zero if it has none.
 func ScheduledAt(h nats.Header) time.Time {
-	t, _ := time.Parse(time.RFC3339Nano, h.Get(HeaderScheduledAt))
+	v := h.Get(HeaderScheduledAt)
+	if v == "" { // most jobs: no parse error to allocate
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, v)
 	return t
 }
 
