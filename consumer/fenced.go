@@ -140,7 +140,8 @@ func sameRun(cur, next *record.Record) bool {
 // left by an earlier message with the same id (enqueued again after the duplicate
 // window, or requeued from dead letters). A record this same run wrote already (a
 // claim that landed though its reply was lost, so the run never learnt its revision)
-// is this run's own: next is that write, or is written over it.
+// is this run's own: next is that write, or is written over it. A finished record
+// of the same firing (sameFiring) is not replaced: it is the conflict it is.
 func (w *Worker) createOver(ctx context.Context, j *Job, next *record.Record) error {
 	err := w.records.Create(ctx, next)
 	if !errors.Is(err, record.ErrConflict) {
@@ -155,7 +156,7 @@ func (w *Worker) createOver(ctx context.Context, j *Job, next *record.Record) er
 		return nil
 	case sameRun(old, next) && !old.State.Terminal():
 		return w.records.Update(ctx, next, old.Revision)
-	case old.Sequence == next.Sequence || !old.State.Terminal() || w.forgottenDuplicate(j, old):
+	case old.Sequence == next.Sequence || !old.State.Terminal() || w.forgottenDuplicate(j, old) || sameFiring(j, old):
 		return err
 	}
 	return w.records.Update(ctx, next, old.Revision)

@@ -1,0 +1,60 @@
+package consumer_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/workq/workq/producer"
+	"github.com/workq/workq/testenv"
+)
+
+// Two copies of one firing of a delayed job — what the server stores when a new
+// stream leader fires again what the old one fired as it failed — run once: the
+// second is dropped as already done, before or after the first ended. A job
+// enqueued again under the id without a due time runs again, as any job does.
+func TestSecondCopyOfAFiringNeverRuns(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	p := newProducer(t, js, "copies")
+	st := newStarted()
+	w := newWorker(t, js, "copies", st.handler())
+	ctx := testenv.Context(t, 30*time.Second)
+	due := time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)
+	fired := func() *nats.Msg {
+		m := nats.NewMsg("workq.copies.jobs.remind")
+		m.Header.Set("Workq-Scheduled-At", due)
+		m.Data = []byte("x")
+		return m
+	}
+	// Both copies stored before any worker runs: they run side by side or one after
+	// the other; a third arrives after both ended.
+	for range 2 {
+		if _, err := js.PublishMsg(ctx, fired()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runWorker(t, w)
+	testenv.Eventually(t, 10*time.Second, "both copies settled", func() bool { return qaStreamMsgs(t, js, "WORKQ_copies") == 0 })
+	if _, err := js.PublishMsg(ctx, fired()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the third copy settled", func() bool { return qaStreamMsgs(t, js, "WORKQ_copies") == 0 })
+	if n := len(st.runs("remind")); n != 1 {
+		t.Fatalf("the firing ran %d times, want 1 (stats %+v)", n, w.Stats())
+	}
+	if s := w.Stats(); s.AlreadyDone != 2 {
+		t.Errorf("stats %+v: want 2 copies dropped as already done", s)
+	}
+	r := status(t, p, "remind")
+	if r.State != producer.StateDone || r.ScheduledAt.Format(time.RFC3339Nano) != due {
+		t.Fatalf("record %+v", r)
+	}
+	// The same id enqueued again to run at once is a new job.
+	if _, err := js.Publish(ctx, "workq.copies.jobs.remind", []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the new job run", func() bool { return len(st.runs("remind")) == 2 })
+}
