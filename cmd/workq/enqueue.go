@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -25,11 +26,14 @@ type enqueueFlags struct {
 	id, kind    string
 	headers     []string
 	maxAttempts int
+	at          string        // --at, an RFC 3339 time
+	in          time.Duration // --in
 	jsonOut     bool
 	quiet       bool
 	groupCommit groupCommitFlag
 
 	header nats.Header // --header, parsed by validate; nil without one
+	atTime time.Time   // --at, parsed by validate
 }
 
 func (a *app) enqueueCommand() *cobra.Command {
@@ -45,12 +49,17 @@ bar on a terminal. --raw makes the whole input one job. With --ndjson each line 
 a JSON object:
 
   {"payload": <string or any JSON>, "payload_base64": "...", "id": "...",
-   "kind": "...", "headers": {"K": "v"}, "max_attempts": 3}
+   "kind": "...", "headers": {"K": "v"}, "max_attempts": 3,
+   "at": "2026-11-24T02:00:00Z" | "after": "10m"}
 
 A string payload is enqueued as its text, any other JSON value as its JSON.
---kind, --header and --max-attempts apply to every job; --id to a single job.
+"at" or "after" delays a job: the server keeps it and fires it at its time.
+--kind, --header, --max-attempts, --at and --in apply to every job; --id to a
+single job.
 The exit status is non-zero if any job failed; the failed ones are named.`,
 		Example: `  workq enqueue emails '{"to":"ann@example.com"}' --id welcome-ann
+  workq enqueue reminders 'call Ann' --in 10m
+  workq enqueue reports '{"day":"mon"}' --at 2026-11-24T02:00:00+01:00
   seq 1 1000 | workq enqueue numbers
   workq enqueue emails --file jobs.ndjson --ndjson --json`,
 		Args: rangeArgs(1, 2, "<queue> [payload]"),
@@ -70,6 +79,8 @@ The exit status is non-zero if any job failed; the failed ones are named.`,
 	fl.StringVar(&f.kind, "kind", "", "job kind")
 	fl.StringArrayVarP(&f.headers, "header", "H", nil, "header k=v to add to every job (repeatable)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempt limit for these jobs (default: the worker's)")
+	fl.StringVar(&f.at, "at", "", "delay the jobs until this RFC 3339 time (e.g. 2026-11-24T02:00:00Z)")
+	fl.DurationVar(&f.in, "in", 0, "delay the jobs by this duration (e.g. 90s, 10m)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print each job's info as a JSON line")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the job ids")
 	fl.Var(&f.groupCommit, "group-commit", groupCommitUsage)
@@ -78,18 +89,23 @@ The exit status is non-zero if any job failed; the failed ones are named.`,
 }
 
 func (f *enqueueFlags) validate() error {
-	f.header = nil
-	for _, kv := range f.headers {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" || strings.ContainsAny(k, ": \r\n") {
-			return fmt.Errorf("--header %q: want key=value", kv)
+	var err error
+	if f.header, err = parseHeaders(f.headers); err != nil {
+		return err
+	}
+	f.atTime = time.Time{}
+	if f.at != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.at)
+		if err != nil {
+			return fmt.Errorf("--at %q: want an RFC 3339 time such as 2026-11-24T02:00:00Z", f.at)
 		}
-		if f.header == nil {
-			f.header = nats.Header{}
-		}
-		f.header.Add(k, v)
+		f.atTime = t
 	}
 	switch {
+	case f.at != "" && f.in != 0:
+		return errors.New("--at and --in exclude each other")
+	case f.in < 0:
+		return fmt.Errorf("--in %s: want a positive duration", f.in)
 	case f.maxAttempts < 0:
 		return fmt.Errorf("--max-attempts %d: want ≥ 1", f.maxAttempts)
 	case f.hasPayload && (f.file != "" || f.raw || f.ndjson):
@@ -152,7 +168,7 @@ func (f *enqueueFlags) one(ctx context.Context, a *app, p *producer.Producer, in
 	}
 	octx, cancel := a.opCtx(ctx)
 	defer cancel()
-	info, err := p.Enqueue(octx, payload, producer.ID(f.id), producer.Kind(f.kind), headerOpts(f.header), producer.MaxAttempts(f.maxAttempts))
+	info, err := p.Enqueue(octx, payload, producer.ID(f.id), producer.Kind(f.kind), headerOpts(f.header), producer.MaxAttempts(f.maxAttempts), producer.At(f.due()))
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: interrupted; the job may or may not have been enqueued", f.queue)}
@@ -162,10 +178,35 @@ func (f *enqueueFlags) one(ctx context.Context, a *app, p *producer.Producer, in
 	return f.printEnqueued(a.stdout, info)
 }
 
-// base is the job every input line starts from: the flags' id, kind, headers and
-// attempt limit.
+// parseHeaders parses --header k=v flags; nil without any.
+func parseHeaders(kvs []string) (nats.Header, error) {
+	var h nats.Header
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" || strings.ContainsAny(k, ": \r\n") {
+			return nil, fmt.Errorf("--header %q: want key=value", kv)
+		}
+		if h == nil {
+			h = nats.Header{}
+		}
+		h.Add(k, v)
+	}
+	return h, nil
+}
+
+// base is the job every input line starts from: the flags' id, kind, headers,
+// attempt limit and due time.
 func (f *enqueueFlags) base() producer.Job {
-	return producer.Job{ID: f.id, Kind: f.kind, Header: f.header, MaxAttempts: f.maxAttempts}
+	return producer.Job{ID: f.id, Kind: f.kind, Header: f.header, MaxAttempts: f.maxAttempts, At: f.due()}
+}
+
+// due is when --at or --in delay the jobs to (--in counts from now); zero without
+// either.
+func (f *enqueueFlags) due() time.Time {
+	if f.in > 0 {
+		return time.Now().Add(f.in)
+	}
+	return f.atTime
 }
 
 func headerOpts(h nats.Header) producer.EnqueueOption {
@@ -176,11 +217,15 @@ func headerOpts(h nats.Header) producer.EnqueueOption {
 func (f *enqueueFlags) printEnqueued(w io.Writer, info producer.JobInfo) error {
 	switch {
 	case f.jsonOut:
-		return json.NewEncoder(w).Encode(jobOutput{ID: info.ID, Sequence: info.Sequence, Duplicate: info.Duplicate})
+		return json.NewEncoder(w).Encode(jobOutput{ID: info.ID, Sequence: info.Sequence, Duplicate: info.Duplicate, ScheduledAt: info.ScheduledAt})
 	case f.quiet:
 		fmt.Fprintln(w, info.ID)
+	case info.Duplicate && !info.ScheduledAt.IsZero():
+		fmt.Fprintf(w, "duplicate %s: already enqueued as sequence %d (scheduled, or within the dedup window); nothing stored\n", info.ID, info.Sequence)
 	case info.Duplicate:
 		fmt.Fprintf(w, "duplicate %s: already enqueued as sequence %d within the dedup window; nothing stored\n", info.ID, info.Sequence)
+	case !info.ScheduledAt.IsZero():
+		fmt.Fprintf(w, "scheduled %s for %s (sequence %d)\n", info.ID, info.ScheduledAt.Local().Format(time.RFC3339), info.Sequence)
 	default:
 		fmt.Fprintf(w, "enqueued %s (sequence %d)\n", info.ID, info.Sequence)
 	}

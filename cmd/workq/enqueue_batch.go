@@ -29,8 +29,10 @@ type jobOutput struct {
 	ID        string `json:"id"`
 	Sequence  uint64 `json:"sequence,omitempty"`
 	Duplicate bool   `json:"duplicate"`
-	Line      int    `json:"line,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// ScheduledAt is a delayed job's due time.
+	ScheduledAt time.Time `json:"scheduled_at,omitzero"`
+	Line        int       `json:"line,omitempty"`
+	Error       string    `json:"error,omitempty"`
 }
 
 // flush sends the chunk as one batch and empties it. It returns the batch's error
@@ -59,7 +61,7 @@ func (s *batchSender) flush(ctx context.Context) error {
 		return err
 	}
 	for k, r := range res {
-		out := jobOutput{ID: r.ID, Sequence: r.Sequence, Duplicate: r.Duplicate, Line: s.chunk[idx[k]].line}
+		out := jobOutput{ID: r.ID, Sequence: r.Sequence, Duplicate: r.Duplicate, ScheduledAt: r.ScheduledAt, Line: s.chunk[idx[k]].line}
 		if r.Err != nil {
 			out.Error = strip(r.Err).Error()
 			s.failed = append(s.failed, out)

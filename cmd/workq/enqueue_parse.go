@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -28,6 +29,8 @@ type ndjsonJob struct {
 	Payload       json.RawMessage `json:"payload"`
 	PayloadBase64 string          `json:"payload_base64"`
 	MaxAttempts   int             `json:"max_attempts"`
+	At            string          `json:"at"`    // RFC 3339: delay the job until then
+	After         string          `json:"after"` // a duration: delay the job by it
 }
 
 // parseJobLine turns one input line into a job: the line is the payload, or with
@@ -76,6 +79,22 @@ func parseJobLine(line []byte, n int, base producer.Job, ndjson bool) jobInput {
 	}
 	if nj.MaxAttempts > 0 {
 		j.MaxAttempts = nj.MaxAttempts
+	}
+	switch {
+	case nj.At != "" && nj.After != "":
+		return jobInput{line: n, err: errors.New("at and after exclude each other")}
+	case nj.At != "":
+		t, err := time.Parse(time.RFC3339Nano, nj.At)
+		if err != nil {
+			return jobInput{line: n, err: fmt.Errorf("at %q: want an RFC 3339 time such as 2026-11-24T02:00:00Z", nj.At)}
+		}
+		j.At = t
+	case nj.After != "":
+		d, err := time.ParseDuration(nj.After)
+		if err != nil || d < 0 {
+			return jobInput{line: n, err: fmt.Errorf("after %q: want a positive duration such as 90s or 10m", nj.After)}
+		}
+		j.At = time.Now().Add(d)
 	}
 	for k, v := range nj.Headers {
 		if j.Header == nil {

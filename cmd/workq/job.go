@@ -15,9 +15,9 @@ import (
 func (a *app) jobCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "job",
-		Short: "Look up jobs",
+		Short: "Look up and cancel jobs",
 	}
-	cmd.AddCommand(a.jobGetCommand())
+	cmd.AddCommand(a.jobGetCommand(), a.jobCancelCommand())
 	return cmd
 }
 
@@ -33,8 +33,9 @@ func (a *app) jobGetCommand() *cobra.Command {
 		Use:   "get <queue> <id>",
 		Short: "Show a job's record: state, attempts, worker, timings, error, result",
 		Long: `Show a job's record, the JSON document workq keeps per job in the queue's
-bucket WORKQ_<queue>_JOBS. A job enqueued but not yet claimed shows as queued.
-Records expire after the queue's record TTL (24h by default).`,
+bucket WORKQ_<queue>_JOBS. A job enqueued but not yet claimed shows as queued,
+a delayed job that has not fired as scheduled, with its due time. Records expire
+after the queue's record TTL (24h by default).`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueues,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -84,6 +85,12 @@ func (f *jobGetFlags) run(ctx context.Context, a *app) error {
 		fields = append(fields, field{"enqueued", rec.EnqueuedAt}, field{"started", rec.StartedAt}, field{"finished", rec.FinishedAt})
 		if !rec.RetryAt.IsZero() {
 			fields = append(fields, field{"retry at", rec.RetryAt})
+		}
+		if !rec.ScheduledAt.IsZero() {
+			fields = append(fields, field{"scheduled for", rec.ScheduledAt})
+		}
+		if rec.Schedule != "" {
+			fields = append(fields, field{"fired by schedule", rec.Schedule})
 		}
 		fields = append(fields, field{"last error", rec.LastError}, field{"result", printable(rec.Result)})
 		if rec.Revision > 0 {
