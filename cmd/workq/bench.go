@@ -12,11 +12,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The scenarios `workq bench` knows, in the order it runs them. backlog is not in the
-// default set: it is long (its default deep backlog is a million jobs).
-var benchScenarios = []string{"enqueue-single", "enqueue-batch", "process-unfenced", "process-fenced", "latency", "redelivery", "lock", "limiter", "backlog"}
+// The scenarios `workq bench` knows, in the order it runs them. The last two are not
+// in the default set: they are long (a million jobs deep, 100 000 due at once).
+var benchScenarios = []string{"enqueue-single", "enqueue-batch", "schedule-enqueue", "process-unfenced", "process-fenced", "latency", "redelivery", "lock", "limiter", "backlog", "schedule-burst"}
 
-var defaultBenchScenarios = benchScenarios[:len(benchScenarios)-1]
+var defaultBenchScenarios = benchScenarios[:len(benchScenarios)-2]
 
 type benchFlags struct {
 	scenarios   []string
@@ -31,6 +31,9 @@ type benchFlags struct {
 	backlogBase int
 	backlogC    int
 	backlogPre  int
+	burst       int
+	burstC      int
+	burstLead   time.Duration
 	fenced      bool
 	inProcess   bool
 	json        bool
@@ -114,6 +117,9 @@ workq's rate over raw's (higher is better). Targets are checked on the medians.`
 	fl.IntVar(&f.backlogC, "backlog-concurrency", 32, "worker concurrency in the backlog scenario")
 	fl.IntVar(&f.backlogPre, "backlog-prefetch", 512, "worker prefetch in the backlog scenario")
 	fl.BoolVar(&f.fenced, "backlog-fenced", false, "fenced worker in the backlog scenario (default unfenced: the fastest path, so that the backlog is what is measured)")
+	fl.IntVar(&f.burst, "burst", 100000, "jobs due at the same instant (schedule-burst scenario)")
+	fl.IntVar(&f.burstC, "burst-concurrency", 64, "worker concurrency in the schedule-burst scenario")
+	fl.DurationVar(&f.burstLead, "burst-lead", 0, "how far ahead of the enqueue the burst is due (default: 3s plus 60µs a job, enough to enqueue them)")
 	fl.BoolVar(&f.inProcess, "backlog-in-process", false, "run the backlog worker in this process (no RSS figure; for tests)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON")
 	fl.Var(&f.groupCommit, "group-commit", "workq's group commit (consumer.GroupCommit, producer.GroupCommit): on, off, or auto — on with --sync-always, else the library's default (on for replicated queues)")

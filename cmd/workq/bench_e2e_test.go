@@ -29,9 +29,10 @@ type benchJSON struct {
 func TestBenchScenarios(t *testing.T) {
 	t.Parallel()
 	out := ok(t, "", "bench", "--server", serverURL, "--json",
-		"--scenario", "enqueue-single,enqueue-batch,process-unfenced,process-fenced,latency,redelivery,lock,limiter,backlog",
+		"--scenario", "enqueue-single,enqueue-batch,schedule-enqueue,process-unfenced,process-fenced,latency,redelivery,lock,limiter,backlog,schedule-burst",
 		"--jobs", "200", "--samples", "10", "--concurrency", "4", "--redeliveries", "1", "--ack-wait", "300ms",
-		"--backlog", "400", "--backlog-base", "200", "--backlog-concurrency", "4", "--backlog-prefetch", "16")
+		"--backlog", "400", "--backlog-base", "200", "--backlog-concurrency", "4", "--backlog-prefetch", "16",
+		"--burst", "200", "--burst-concurrency", "4", "--burst-lead", "2s")
 	var rep benchJSON
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json output is not JSON (%v): %s", err, out)
@@ -60,14 +61,15 @@ func TestBenchScenarios(t *testing.T) {
 			t.Errorf("%s %s: no ratio: %v", r.Scenario, r.Metric, r.Ratio)
 		}
 	}
-	for _, s := range []string{"enqueue", "process", "end-to-end", "redelivery", "lock", "limiter", "backlog", "rss"} {
+	for _, s := range []string{"enqueue", "process", "end-to-end", "redelivery", "lock", "limiter", "backlog", "rss", "burst"} {
 		if !seen[s] {
 			t.Errorf("no result for %s in %s", s, out)
 		}
 	}
 
 	// The lock scenario compares kvlock with both raw forms: the KV API and a bare CAS.
-	for _, s := range []string{"lock acquire+release", "lock acquire+release vs CAS", "lock handoff (4 contenders)"} {
+	for _, s := range []string{"lock acquire+release", "lock acquire+release vs CAS", "lock handoff (4 contenders)",
+		"enqueue batch scheduled", "enqueue batch scheduled vs at once (workq)", "burst 200 due at once vs waiting (c=4)"} {
 		if !scenarios[s] {
 			t.Errorf("no result for scenario %q in %s", s, out)
 		}

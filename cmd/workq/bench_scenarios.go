@@ -34,6 +34,28 @@ func (a *app) benchSteps(f benchFlags, env bench.Env) []benchStep {
 				}
 				return []benchRow{pairRow(p, "ratio ≥ 0.9", atLeast(0.9))}, err
 			}})
+		case "schedule-enqueue":
+			steps = append(steps, benchStep{sc, func(ctx context.Context, _ *status) ([]benchRow, error) {
+				p, immediate, err := bench.EnqueueScheduled(ctx, env, f.jobs)
+				rows := []benchRow{pairRow(p, "", nil)}
+				rows = append(rows, benchRow{Scenario: "enqueue batch scheduled vs at once (workq)", Metric: "jobs/s", Workq: p.Workq, Raw: immediate, Ratio: p.Workq / immediate})
+				return rows, err
+			}})
+		case "schedule-burst":
+			steps = append(steps, benchStep{sc, func(ctx context.Context, _ *status) ([]benchRow, error) {
+				lead := f.burstLead
+				if lead == 0 {
+					lead = 3*time.Second + time.Duration(f.burst)*60*time.Microsecond
+				}
+				b, err := bench.ScheduledBurst(ctx, env, f.burst, f.burstC, lead)
+				// Here "workq" is the jobs due at once, timed from their due time, and
+				// "raw" the same jobs waiting in the queue, timed from the workers' start.
+				name := fmt.Sprintf("burst %d due at once vs waiting (c=%d)", b.N, f.burstC)
+				return []benchRow{
+					{Scenario: name, Metric: "first start ms", Workq: ms(b.DueFirst), Raw: ms(b.ReadyFirst), Ratio: ratio(b.DueFirst, b.ReadyFirst)},
+					{Scenario: name, Metric: "all started ms", Workq: ms(b.DueAll), Raw: ms(b.ReadyAll), Ratio: ratio(b.DueAll, b.ReadyAll)},
+				}, err
+			}})
 		case "process-unfenced", "process-fenced":
 			fenced := sc == "process-fenced"
 			for _, c := range f.concurrency {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/embedded"
+	"github.com/workq/workq/producer"
 )
 
 // demoFlags are the flags of `workq demo`.
@@ -36,7 +37,9 @@ and run several workers, while things go wrong on purpose:
     late commit is refused ("reassigned");
   - a worker dies mid-job: its job is redelivered and completed elsewhere;
   - a flaky job fails twice, then succeeds on retry;
-  - a poison job fails every attempt and lands in dead letters.
+  - a poison job fails every attempt and lands in dead letters;
+  - a job delayed by 2s starts on time, and a schedule firing every second
+    enqueues a job per firing, fired by the server itself.
 
 Ends with a summary (each job committed exactly once, or dead) and removes the
 server's data. Exits non-zero if any guarantee did not hold.`,
@@ -89,6 +92,13 @@ type demo struct {
 	killDone          chan struct{}
 	redelivered       atomic.Int64
 	workers           []*consumer.Worker
+
+	// Time: a delayed job and a periodic schedule, fired by the server.
+	producer     *producer.Producer
+	delayedDue   time.Time
+	delayedRan   atomic.Bool
+	ticks        atomic.Int64  // firings of the heartbeat schedule that started
+	scheduleDone chan struct{} // closed once the schedule is removed
 }
 
 // demo runs the demo: a server, the jobs, the workers good and faulty, and the
@@ -96,7 +106,7 @@ type demo struct {
 func (a *app) demo(ctx context.Context, f demoFlags) error {
 	start := time.Now()
 	d := &demo{a: a, f: f, out: &eventPrinter{w: a.stdout, start: start}, start: start,
-		stallDone: make(chan struct{}), killDone: make(chan struct{})}
+		stallDone: make(chan struct{}), killDone: make(chan struct{}), scheduleDone: make(chan struct{})}
 	defer d.close()
 
 	srv, err := embedded.Run()
@@ -158,8 +168,8 @@ func (d *demo) startWorkers(ctx context.Context, wg *sync.WaitGroup) error {
 	return nil
 }
 
-// wait shows progress until every job is committed or dead and both faulty workers
-// have had their turn, and returns how long processing took (first delivery to last
+// wait shows progress until every job is committed or dead, both faulty workers
+// have had their turn and the delayed and periodic jobs have run, and returns how long processing took (first delivery to last
 // commit).
 func (d *demo) wait(ctx context.Context, procStart time.Time) (time.Duration, error) {
 	bar := newProgress(d.a.stderr, int64(d.f.jobs), "processing")
@@ -168,11 +178,12 @@ func (d *demo) wait(ctx context.Context, procStart time.Time) (time.Duration, er
 	var procTook time.Duration
 	for {
 		s := d.stats()
-		bar.set(int(s.Committed + s.Dead))
+		bar.set(min(int(s.Committed+s.Dead), d.f.jobs))
 		if int(s.Committed+s.Dead) >= d.f.jobs && procTook == 0 {
 			procTook = time.Since(procStart)
 		}
-		if int(s.Committed+s.Dead) >= d.f.jobs && closed(d.stallDone) && closed(d.killDone) {
+		if int(s.Committed+s.Dead) >= d.expected() && closed(d.stallDone) && closed(d.killDone) &&
+			d.delayedRan.Load() && closed(d.scheduleDone) {
 			break
 		}
 		if ctx.Err() != nil {

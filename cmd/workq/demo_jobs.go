@@ -20,6 +20,7 @@ func (d *demo) enqueue(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return err
 	}
+	d.producer = p
 	// The flaky and poison jobs come a little way in, so that the workers that are
 	// about to fail take ordinary jobs first.
 	var jobs []producer.Job
@@ -47,8 +48,54 @@ func (d *demo) enqueue(ctx context.Context, js jetstream.JetStream) error {
 		bar.add(len(res))
 	}
 	bar.finish()
+	return d.enqueueTimed(ctx, p)
+}
+
+// enqueueTimed enqueues a job delayed by 2 s and a schedule firing every second:
+// the server keeps both and fires them itself.
+func (d *demo) enqueueTimed(ctx context.Context, p *producer.Producer) error {
+	info, err := p.Enqueue(ctx, []byte(`{"remind":"call Ada"}`), producer.ID("reminder-1"), producer.Kind("reminder"), producer.After(2*time.Second))
+	if err != nil {
+		return err
+	}
+	d.delayedDue = info.ScheduledAt
+	if _, err := p.Schedule(ctx, "heartbeat", "@every 1s", nil, producer.Kind("tick")); err != nil {
+		return err
+	}
+	d.out.event("⏰", "reminder-1 delayed until %s; schedule heartbeat fires every second (the server fires both)", info.ScheduledAt.Local().Format("15:04:05.000"))
 	return nil
 }
+
+// demoTicks is how many firings of the heartbeat schedule the demo waits for before
+// it removes the schedule.
+const demoTicks = 3
+
+// timed handles the delayed and periodic jobs.
+func (d *demo) timed(ctx context.Context, j *consumer.Job, worker string) {
+	switch j.Kind() {
+	case "reminder":
+		if d.delayedRan.CompareAndSwap(false, true) {
+			d.out.event("⏰", "%s started on %s %s after its time", j.ID(), worker, time.Since(j.ScheduledAt()).Round(time.Millisecond))
+		}
+	case "tick":
+		n := d.ticks.Add(1)
+		d.out.event("⏲", "%s: firing of %s for %s, on %s", j.ID(), j.Schedule(), j.ScheduledAt().Local().Format("15:04:05"), worker)
+		if n == demoTicks {
+			go func() {
+				if err := d.producer.RemoveSchedule(context.WithoutCancel(ctx), "heartbeat"); err != nil {
+					d.out.event("⚠", "remove schedule heartbeat: %v", err)
+					return
+				}
+				d.out.event("⏲", "schedule heartbeat removed after %d firings", demoTicks)
+				close(d.scheduleDone)
+			}()
+		}
+	}
+}
+
+// expected is how many jobs end (committed or dead) once the demo is over: the
+// enqueued ones, the delayed one and each firing that ran.
+func (d *demo) expected() int { return d.f.jobs + 1 + int(d.ticks.Load()) }
 
 // handle is every worker's job: a little work, except for the flaky and poison jobs.
 func (d *demo) handle(worker string) consumer.HandlerFunc {
@@ -60,6 +107,7 @@ func (d *demo) handle(worker string) consumer.HandlerFunc {
 			d.redelivered.Add(1)
 			d.out.event("↻", "%s redelivered to %s (attempt %d) after w-kill died holding it", j.ID(), worker, j.Attempt())
 		}
+		d.timed(ctx, j, worker)
 		switch j.Kind() {
 		case "flaky":
 			if j.Attempt() <= 2 {

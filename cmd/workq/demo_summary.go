@@ -44,6 +44,7 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 	fmt.Fprintln(out)
 	t := newTable(out, "SUMMARY", "", "")
 	t.row("jobs", d.f.jobs, "enqueued")
+	t.row("timed", 1+d.ticks.Load(), fmt.Sprintf("fired by the server: 1 delayed job, %d firings of a schedule", d.ticks.Load()))
 	t.row("committed", s.Committed, "each exactly once")
 	t.row("retried", s.Retried, "failed attempts scheduled again")
 	t.row("reassigned", s.Reassigned, "late commits refused")
@@ -57,8 +58,8 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 	}
 
 	var problems []string
-	if int(s.Committed+s.Dead) != d.f.jobs {
-		problems = append(problems, fmt.Sprintf("%d committed + %d dead ≠ %d jobs", s.Committed, s.Dead, d.f.jobs))
+	if int(s.Committed+s.Dead) != d.expected() {
+		problems = append(problems, fmt.Sprintf("%d committed + %d dead ≠ %d jobs", s.Committed, s.Dead, d.expected()))
 	}
 	if s.Reassigned < 1 {
 		problems = append(problems, "the stalled worker's commit was not refused")

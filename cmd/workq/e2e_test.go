@@ -453,7 +453,27 @@ func TestDemo(t *testing.T) {
 	}
 	find(`\S+: job poison-1 moved to dead letters after 3 attempts`)
 	find(`flaky-1 succeeded on attempt 3`)
-	find(`^committed\s+2999\s+each exactly once\s*$`)
+	// The delayed job started after its time; the schedule fired each second, once.
+	find(`⏰ reminder-1 started on \S+ \S+ after its time$`)
+	firings := regexp.MustCompile(`(?m)⏲ (heartbeat/\d{8}T\d{6}Z): firing of heartbeat`).FindAllStringSubmatch(r.stdout, -1)
+	seenFiring := map[string]bool{}
+	for _, f := range firings {
+		if seenFiring[f[1]] {
+			t.Errorf("firing %s ran twice", f[1])
+		}
+		seenFiring[f[1]] = true
+	}
+	if len(firings) < 3 {
+		t.Errorf("%d firings of the heartbeat schedule, want at least 3", len(firings))
+	}
+	timed := 0
+	if m := find(`^timed\s+(\d+)\s+fired by the server`); m != nil {
+		timed, _ = strconv.Atoi(m[1])
+		if timed != 1+len(firings) {
+			t.Errorf("timed %d, want 1 delayed job + %d firings", timed, len(firings))
+		}
+	}
+	find(fmt.Sprintf(`^committed\s+%d\s+each exactly once\s*$`, 2999+timed))
 	find(`^reassigned\s+[1-9]\d*\s+late commits refused\s*$`)
 	find(`^dead\s+1\s+in dead letters \(1\)\s*$`)
 	if t.Failed() {

@@ -189,3 +189,31 @@ func TestScenariosRun(t *testing.T) {
 		t.Fatalf("backlog: no rate measured: %+v", r)
 	}
 }
+
+// The scheduling scenarios run, and the burst's delayed jobs each start once, none
+// before its time (ScheduledBurst fails a run with an early start).
+func TestScheduleScenariosRun(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	e := bench.Env{JS: env.JetStream(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, immediate, err := bench.EnqueueScheduled(ctx, e, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Workq <= 0 || p.Raw <= 0 || immediate <= 0 {
+		t.Fatalf("no rate measured: %+v, immediate %v", p, immediate)
+	}
+	b, err := bench.ScheduledBurst(ctx, e, 300, 8, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Early != 0 || b.DueFirst < 0 || b.DueAll < b.DueFirst || b.ReadyAll < b.ReadyFirst || b.ReadyFirst < 0 {
+		t.Fatalf("burst %+v", b)
+	}
+	t.Logf("burst of 300: due → first %v, all %v; waiting → first %v, all %v", b.DueFirst, b.DueAll, b.ReadyFirst, b.ReadyAll)
+	if _, err := bench.ScheduledBurst(ctx, e, 300, 8, time.Millisecond); err == nil {
+		t.Error("a lead time shorter than the enqueue was not refused")
+	}
+}
