@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jobid"
@@ -90,9 +91,21 @@ func EnqueueBatch(ctx context.Context, env Env, n int) (Pair, error) {
 // rawPublishAsync publishes k messages with PublishAsync, as a careful raw user would:
 // on the client's stall error it waits for outstanding acks and tries again.
 func rawPublishAsync(ctx context.Context, js jetstream.JetStream, subj string, k int) error {
+	return rawPublishMsgs(ctx, js, k, func() *nats.Msg {
+		m := nats.NewMsg(subj)
+		m.Data = payload
+		m.Header.Set(jetstream.MsgIDHeader, jobid.New())
+		return m
+	})
+}
+
+// rawPublishMsgs publishes k messages made by next, pipelined, and waits for every
+// acknowledgement; on the client's stall error it waits for outstanding acks and
+// tries again.
+func rawPublishMsgs(ctx context.Context, js jetstream.JetStream, k int, next func() *nats.Msg) error {
 	futs := make([]jetstream.PubAckFuture, 0, k)
 	for i := 0; i < k; {
-		f, err := js.PublishAsync(subj, payload, jetstream.WithMsgID(jobid.New()))
+		f, err := js.PublishMsgAsync(next())
 		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
 			select {
 			case <-js.PublishAsyncComplete():

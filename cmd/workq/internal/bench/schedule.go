@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -76,40 +75,16 @@ func EnqueueScheduled(ctx context.Context, env Env, n int) (Pair, float64, error
 
 // rawPublishScheduled publishes k message schedules due at due, pipelined.
 func rawPublishScheduled(ctx context.Context, js jetstream.JetStream, names queue.Names, k int, due time.Time) error {
-	futs := make([]jetstream.PubAckFuture, 0, k)
 	at := "@at " + due.UTC().Format(time.RFC3339Nano)
-	for i := 0; i < k; {
+	return rawPublishMsgs(ctx, js, k, func() *nats.Msg {
 		id := jobid.New()
 		m := nats.NewMsg(names.DelayedSubject(id))
 		m.Data = payload
 		m.Header.Set(queue.HeaderNatsSchedule, at)
 		m.Header.Set(queue.HeaderNatsScheduleTarget, names.JobSubject(id))
 		m.Header.Set(queue.HeaderID, id)
-		f, err := js.PublishMsgAsync(m)
-		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
-			select {
-			case <-js.PublishAsyncComplete():
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("raw publish schedule: %w", err)
-		}
-		futs = append(futs, f)
-		i++
-	}
-	for _, f := range futs {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return fmt.Errorf("raw publish schedule: %w", err)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+		return m
+	})
 }
 
 // Burst is how fast a queue's workers start n jobs that come due at the same instant,
