@@ -19,7 +19,11 @@
 //     attempt written counts every delivery since the record's that may have run,
 //     also one whose worker died before writing anything. A first delivery that the
 //     worker can prove is still its own (AckWait has not passed since the pull that
-//     brought it) writes its claim lazily, after ClaimDelay or at commit.
+//     brought it) writes its claim lazily, after ClaimDelay or at commit — unless the
+//     server fired it from a schedule (a delayed job, a periodic firing): the server
+//     may fire a job twice across a change of stream leader, without a message id
+//     the stream could deduplicate, or fire one as it is cancelled, so such a job
+//     claims before it runs and a second copy finds the firing's record.
 //  2. Run the handler, heartbeating (InProgress) at a third of AckWait. A heartbeat
 //     that finds the claim overwritten cancels the handler's context with ErrStale.
 //  3. Commit: write done and the result by compare-and-set on the claim. If the claim
@@ -32,7 +36,7 @@
 // resources can use the fencing token or call Job.Fence before an irreversible step.
 //
 // Handlers that are idempotent can opt out with Unfenced: no claim, no commit, a plain
-// ack — at-least-once and fastest.
+// ack — at-least-once and fastest (and a firing the server made twice runs twice).
 //
 // # Outcomes
 //
