@@ -60,13 +60,24 @@ func TestForgottenDuplicateIsNotCommittedAgain(t *testing.T) {
 			// dedup timer has run. A reply at another sequence means the copy is stored;
 			// it says Duplicate when the enqueue that stored it lost its reply (a busy
 			// machine) and this one was refused as the copy's duplicate.
+			// The server purges old ids on a timer; a change of the window resets it to
+			// fire at once, but if it fires before the server has taken the new window
+			// it waits out the old one (2 minutes). So the window is changed again
+			// (200 ↔ 250 ms) while the copy is refused, until the server takes it.
 			var copyInfo producer.JobInfo
 			testenv.Eventually(t, 10*time.Second, "the copy stored as a new message", func() bool {
 				copyInfo, err = p.Enqueue(ctx, []byte("x"), producer.ID("j1"))
 				if err != nil {
 					t.Logf("enqueue of the copy: %v", err)
 				}
-				return err == nil && copyInfo.Sequence != first.Sequence
+				if err == nil && copyInfo.Sequence != first.Sequence {
+					return true
+				}
+				cfg.Duplicates = 450*time.Millisecond - cfg.Duplicates
+				if _, err := js.UpdateStream(ctx, cfg); err != nil {
+					t.Logf("update the window: %v", err)
+				}
+				return false
 			})
 			testenv.Eventually(t, 15*time.Second, "the copy acked", func() bool { return pendingMessages(t, js, q) == 0 })
 			st := w.Stats()
