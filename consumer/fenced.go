@@ -113,13 +113,38 @@ func (w *Worker) put(ctx context.Context, j *Job, next *record.Record, prev uint
 			err = w.records.Update(c, next, prev)
 		}
 		if errors.Is(err, record.ErrConflict) && prev != 0 {
-			if cur, gerr := w.records.Get(c, j.id); gerr == nil && cur.Revision > prev && sameWrite(cur, next) {
-				next.Revision = cur.Revision
-				return nil
-			}
+			return w.settleConflict(c, j, next, prev, err)
 		}
 		return err
 	})
+}
+
+// settleConflict decides what a refused compare-and-set over revision prev means.
+// The record may have moved on: to this run's own write (an earlier try that landed
+// with its reply lost), which is success, or to another run's, which is the
+// conflict. Or it may not have moved yet: a replicated stream refuses a write while
+// another write of the same key is in flight (error 10164) — most likely this run's
+// earlier try, still being replicated after a change of leader — so it looks again
+// until the record moves, for as long as ctx lets it. A record that never moves
+// returns the conflict.
+func (w *Worker) settleConflict(ctx context.Context, j *Job, next *record.Record, prev uint64, conflict error) error {
+	for {
+		cur, err := w.records.Get(ctx, j.id)
+		switch {
+		case err != nil:
+			return conflict
+		case cur.Revision > prev && sameWrite(cur, next):
+			next.Revision = cur.Revision
+			return nil
+		case cur.Revision > prev:
+			return conflict
+		}
+		select {
+		case <-ctx.Done():
+			return conflict
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
 }
 
 // sameWrite reports whether the stored record cur is the write next: the same run
