@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +100,60 @@ func TestPutRecognisesOwnLandedUpdate(t *testing.T) {
 	other.Worker = &record.Worker{Name: "other", Host: "h", PID: 1}
 	if err := w.put(ctx, j, &other, failed.Revision); !errors.Is(err, record.ErrConflict) {
 		t.Fatalf("another run's claim over the landed one: %v, want a conflict", err)
+	}
+}
+
+// A write refused while the record has not moved yet (a replicated stream refuses a
+// write of a key while another is in flight: this run's own earlier try, after a
+// leader change) waits for the record to move: to this run's write, which is
+// success; to another run's, which is the conflict; nowhere until the try's time
+// is up, which is the conflict too.
+func TestSettleConflictWaitsForTheRecordToMove(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	ctx := testenv.Context(t, 20*time.Second)
+	w, err := New(ctx, env.JetStream(t), "settle", HandlerFunc(func(context.Context, *Job) error { return nil }),
+		Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conflict := record.ErrConflict
+	for _, tc := range []struct {
+		name    string
+		landing func(claim record.Record) *record.Record // what lands after a while; nil: nothing
+		want    error
+	}{
+		{"own write lands", func(c record.Record) *record.Record { c.State = record.Done; return &c }, nil},
+		{"another run's write lands", func(c record.Record) *record.Record { c.Delivery = 2; return &c }, conflict},
+		{"nothing lands", nil, conflict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "job-" + strings.ReplaceAll(tc.name, " ", "-")
+			claim := record.Record{ID: id, Queue: "settle", State: record.Running, Attempt: 1, Delivery: 1, Sequence: 7,
+				Worker: &w.identity, StartedAt: time.Now()}
+			if err := w.records.Create(ctx, &claim); err != nil {
+				t.Fatal(err)
+			}
+			next := claim
+			next.State = record.Done
+			if tc.landing != nil {
+				go func() {
+					time.Sleep(200 * time.Millisecond)
+					l := tc.landing(claim)
+					if err := w.records.Update(ctx, l, claim.Revision); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			tctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			err := w.settleConflict(tctx, &Job{id: id}, &next, claim.Revision, conflict)
+			if !errors.Is(err, tc.want) || err != nil && tc.want == nil {
+				t.Fatalf("settleConflict = %v, want %v", err, tc.want)
+			}
+			if tc.want == nil && next.Revision <= claim.Revision {
+				t.Fatalf("revision %d not the landed write's", next.Revision)
+			}
+		})
 	}
 }
