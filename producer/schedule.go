@@ -99,11 +99,10 @@ func (p *Producer) Schedule(ctx context.Context, name, spec string, payload []by
 		if old != nil && old.Spec == sp.Text && sameJob(old, &j) {
 			return nil
 		}
-		h := msg.Header
 		if old != nil && old.Paused {
-			h.Set(queue.HeaderSchedulePaused, "true")
+			setPaused(msg.Header)
 		} else {
-			setPattern(h, sp, p.names.JobsSubject)
+			setPattern(msg.Header, sp, p.names.JobsSubject)
 		}
 		return msg
 	})
@@ -117,6 +116,14 @@ func setPattern(h nats.Header, sp schedule.Spec, target string) {
 		h.Set(queue.HeaderNatsScheduleTimeZone, sp.Zone)
 	}
 	h.Set(queue.HeaderNatsScheduleTarget, target)
+}
+
+// setPaused makes h a paused schedule: the server does not fire it.
+func setPaused(h nats.Header) {
+	h.Del(queue.HeaderNatsSchedule)
+	h.Del(queue.HeaderNatsScheduleTimeZone)
+	h.Del(queue.HeaderNatsScheduleTarget)
+	h.Set(queue.HeaderSchedulePaused, "true")
 }
 
 // sameJob reports whether schedule s fires the job j.
@@ -189,7 +196,7 @@ func (p *Producer) setPaused(ctx context.Context, name string, paused bool) (*Sc
 		}
 		msg := p.scheduleMsg(old)
 		if paused {
-			msg.Header.Set(queue.HeaderSchedulePaused, "true")
+			setPaused(msg.Header)
 		} else {
 			sp, _ := schedule.Parse(old.Spec) // loadSchedule checked it
 			setPattern(msg.Header, sp, p.names.JobsSubject)
@@ -327,7 +334,7 @@ func (p *Producer) scheduleMsg(s *ScheduleInfo) *nats.Msg {
 	}
 	h.Set(queue.HeaderSchedule, s.Name)
 	h.Set(queue.HeaderScheduleSpec, s.Spec)
-	h.Set(queue.HeaderSchedulePaused, "true")
+	setPaused(h)
 	return &nats.Msg{Data: s.Payload, Header: h}
 }
 
