@@ -63,9 +63,11 @@ the workq side and on the raw side alike, so the ratios compare like with like;
 (comma-separated URLs for a cluster); --replicas R then sets the replica count of
 everything the scenarios create (default 1).
 
-Scenarios (--scenario, comma separated; default all but backlog):
+Scenarios (--scenario, comma separated; default all but backlog and schedule-burst):
   enqueue-single    producer.Enqueue vs js.Publish with a message id          (jobs/s)
   enqueue-batch     producer.EnqueueBatch vs js.PublishAsync, all acks awaited  (jobs/s)
+  schedule-enqueue  delayed jobs (due in an hour), batch and single, vs raw @at
+                    schedules, and vs workq's jobs to run at once               (jobs/s)
   process-unfenced  unfenced worker vs Consume + Ack, per --concurrency/--prefetch (jobs/s)
   process-fenced    fenced worker vs Consume + Ack; also vs raw doing the same
                     work (a KV write and a confirmed ack per job)              (jobs/s)
@@ -79,6 +81,12 @@ Scenarios (--scenario, comma separated; default all but backlog):
   backlog           a worker draining --backlog-base then --backlog jobs: rate ratio
                     and the worker's peak RSS (the worker runs in a child process);
                     raw consume + ack likewise
+  schedule-burst    --burst jobs due at one instant, workers running: from the due
+                    time to the first start, all started, all done; vs raw @at
+                    schedules with Consume + Ack, vs the same jobs enqueued at once
+                    to waiting workers (from the enqueue's start), and vs the same
+                    jobs waiting when the workers start; and the slowest enqueue
+                    beside the burst as the server fires it
 
 In process-fenced, "raw" is plain consume + ack. A WorkQueue stream deletes each
 acked message; with --sync-always on one node each delete is its own fsync, which
@@ -86,11 +94,14 @@ bounds any processing there. "vs raw doing the same thing" adds the per-job KV
 write and confirmed ack that a fenced worker needs.
 
 Latency ratios are workq's p50 over raw's (lower is better); throughput ratios are
-workq's rate over raw's (higher is better). Targets are checked on the medians.`,
+workq's rate over raw's (higher is better). Targets are checked on the medians.
+Where the "raw" column is workq itself (a scenario named "… (workq)"), the notes
+under the table say what it holds.`,
 		Example: `  workq bench                                   # default scenarios, one run
   workq bench --runs 3 --json > bench.json
   workq bench --scenario process-unfenced --concurrency 32 --prefetch 0,512
   workq bench --scenario backlog --backlog 1000000
+  workq bench --runs 3 --scenario schedule-enqueue,schedule-burst --jobs 100000
   workq bench --sync-always --scenario process-fenced   # durable single node
   workq bench --cluster 3 --jobs 5000                    # R3 on 3 embedded nodes
   workq bench --server nats://a:4222,nats://b:4222,nats://c:4222 --replicas 3`,
@@ -119,7 +130,7 @@ workq's rate over raw's (higher is better). Targets are checked on the medians.`
 	fl.BoolVar(&f.fenced, "backlog-fenced", false, "fenced worker in the backlog scenario (default unfenced: the fastest path, so that the backlog is what is measured)")
 	fl.IntVar(&f.burst, "burst", 100000, "jobs due at the same instant (schedule-burst scenario)")
 	fl.IntVar(&f.burstC, "burst-concurrency", 64, "worker concurrency in the schedule-burst scenario")
-	fl.DurationVar(&f.burstLead, "burst-lead", 0, "how far ahead of the enqueue the burst is due (default: 3s plus 60µs a job, enough to enqueue them)")
+	fl.DurationVar(&f.burstLead, "burst-lead", 0, "how far ahead of the enqueue's start the burst is due (default: 1s plus 40µs a job); moved out, and said so, when the enqueue takes longer")
 	fl.BoolVar(&f.inProcess, "backlog-in-process", false, "run the backlog worker in this process (no RSS figure; for tests)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON")
 	fl.Var(&f.groupCommit, "group-commit", "workq's group commit (consumer.GroupCommit, producer.GroupCommit): on, off, or auto — on with --sync-always, else the library's default (on for replicated queues)")
@@ -153,6 +164,10 @@ func (f *benchFlags) check(replicasSet bool) error {
 		return usageError{errors.New("--backlog and --backlog-base: want at least 1")}
 	case f.backlogC < 1 || f.backlogPre < 1:
 		return usageError{errors.New("--backlog-concurrency and --backlog-prefetch: want at least 1")}
+	case f.burst < 1 || f.burstC < 1:
+		return usageError{errors.New("--burst and --burst-concurrency: want at least 1")}
+	case f.burstLead < 0:
+		return usageError{fmt.Errorf("--burst-lead %s: want 0 (default) or more", f.burstLead)}
 	}
 	switch {
 	case f.cluster != 0 && (f.cluster < 3 || f.cluster > 5):
@@ -196,15 +211,20 @@ type benchRow struct {
 	RatioMin float64 `json:"ratio_min,omitempty"`
 	RatioMax float64 `json:"ratio_max,omitempty"`
 	// RawSame is raw JetStream doing the same work as workq (fenced processing).
-	RawSame       float64               `json:"raw_same,omitempty"`
-	RatioSame     float64               `json:"ratio_same,omitempty"`
-	Target        string                `json:"target,omitempty"`
-	Met           *bool                 `json:"met,omitempty"`
-	Runs          int                   `json:"runs"`
-	WorkqPerRun   []float64             `json:"workq_per_run"`
-	RawPerRun     []float64             `json:"raw_per_run,omitempty"`
+	RawSame     float64   `json:"raw_same,omitempty"`
+	RatioSame   float64   `json:"ratio_same,omitempty"`
+	Target      string    `json:"target,omitempty"`
+	Met         *bool     `json:"met,omitempty"`
+	Runs        int       `json:"runs"`
+	WorkqPerRun []float64 `json:"workq_per_run"`
+	RawPerRun   []float64 `json:"raw_per_run,omitempty"`
+	// Notes say what the figures are where the columns do not (what the "raw"
+	// column holds when it is not raw JetStream, the settings a run chose); when runs
+	// said different things, each run's are prefixed with its number.
+	Notes         []string              `json:"notes,omitempty"`
 	check         func(r benchRow) bool // the target, on the medians
 	ratios, sames []float64
+	runNotes      [][]string
 }
 
 // finish turns the per-run values into medians and checks the target.
@@ -215,6 +235,16 @@ func (r *benchRow) finish() {
 	r.Ratio = median(r.ratios)
 	if len(r.ratios) > 1 {
 		r.RatioMin, r.RatioMax = slices.Min(r.ratios), slices.Max(r.ratios)
+	}
+	r.Notes = nil
+	for i, ns := range r.runNotes {
+		if !slices.ContainsFunc(r.runNotes, func(o []string) bool { return !slices.Equal(o, ns) }) {
+			r.Notes = ns // every run said the same
+			break
+		}
+		for _, n := range ns {
+			r.Notes = append(r.Notes, fmt.Sprintf("run %d: %s", i+1, n))
+		}
 	}
 	r.RawSame = median(r.sames)
 	if r.RawSame > 0 {
@@ -294,7 +324,7 @@ func (a *app) bench(ctx context.Context, f benchFlags) error {
 				agg, ok := rows[k]
 				if !ok {
 					c := r
-					c.WorkqPerRun, c.RawPerRun = nil, nil
+					c.WorkqPerRun, c.RawPerRun, c.Notes = nil, nil, nil
 					agg = &c
 					rows[k] = agg
 					order = append(order, k)
@@ -303,6 +333,7 @@ func (a *app) bench(ctx context.Context, f benchFlags) error {
 				if r.Raw != 0 || r.Ratio != 0 {
 					agg.RawPerRun = append(agg.RawPerRun, r.Raw)
 				}
+				agg.runNotes = append(agg.runNotes, r.Notes)
 				agg.ratios = append(agg.ratios, r.Ratio)
 				agg.sames = append(agg.sames, r.RawSame)
 			}

@@ -6,9 +6,6 @@ import (
 	"testing"
 )
 
-// TestBenchScenarios runs every `workq bench` scenario once with tiny sizes against
-// the test server, the backlog worker in its child process included, so that they
-// keep working. It checks that figures come out, never how fast they are.
 // benchJSON is what the tests read of `workq bench --json`.
 type benchJSON struct {
 	Runs        int    `json:"runs"`
@@ -16,23 +13,27 @@ type benchJSON struct {
 	Replicas    int    `json:"replicas"`
 	GroupCommit string `json:"group_commit"`
 	Results     []struct {
-		Scenario  string  `json:"scenario"`
-		Metric    string  `json:"metric"`
-		Workq     float64 `json:"workq"`
-		Raw       float64 `json:"raw"`
-		Ratio     float64 `json:"ratio"`
-		RawSame   float64 `json:"raw_same"`
-		RatioSame float64 `json:"ratio_same"`
+		Scenario  string   `json:"scenario"`
+		Metric    string   `json:"metric"`
+		Workq     float64  `json:"workq"`
+		Raw       float64  `json:"raw"`
+		Ratio     float64  `json:"ratio"`
+		RawSame   float64  `json:"raw_same"`
+		RatioSame float64  `json:"ratio_same"`
+		Notes     []string `json:"notes"`
 	} `json:"results"`
 }
 
+// TestBenchScenarios runs every `workq bench` scenario once with tiny sizes against
+// the test server, the backlog worker in its child process included, so that they
+// keep working. It checks that figures come out, never how fast they are.
 func TestBenchScenarios(t *testing.T) {
 	t.Parallel()
 	out := ok(t, "", "bench", "--server", serverURL, "--json",
 		"--scenario", "enqueue-single,enqueue-batch,schedule-enqueue,process-unfenced,process-fenced,latency,redelivery,lock,limiter,backlog,schedule-burst",
 		"--jobs", "200", "--samples", "10", "--concurrency", "4", "--redeliveries", "1", "--ack-wait", "300ms",
 		"--backlog", "400", "--backlog-base", "200", "--backlog-concurrency", "4", "--backlog-prefetch", "16",
-		"--burst", "200", "--burst-concurrency", "4", "--burst-lead", "2s")
+		"--burst", "200", "--burst-concurrency", "4")
 	var rep benchJSON
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json output is not JSON (%v): %s", err, out)
@@ -42,8 +43,12 @@ func TestBenchScenarios(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	scenarios := map[string]bool{}
+	metrics := map[string]bool{}
+	notes := map[string]string{}
 	for _, r := range rep.Results {
 		scenarios[r.Scenario] = true
+		metrics[r.Scenario+": "+r.Metric] = true
+		notes[r.Scenario] += strings.Join(r.Notes, "; ")
 		if r.Workq <= 0 {
 			t.Errorf("%s %s: no figure: %v", r.Scenario, r.Metric, r.Workq)
 		}
@@ -68,15 +73,47 @@ func TestBenchScenarios(t *testing.T) {
 	}
 
 	// The lock scenario compares kvlock with both raw forms: the KV API and a bare CAS.
+	// Delayed jobs are set beside raw schedules and beside workq's jobs to run at once.
 	for _, s := range []string{"lock acquire+release", "lock acquire+release vs CAS", "lock handoff (4 contenders)",
-		"enqueue batch scheduled", "enqueue batch scheduled vs at once (workq)", "burst 200 due at once vs waiting (c=4)"} {
+		"enqueue batch scheduled", "enqueue batch scheduled vs at once (workq)",
+		"enqueue single scheduled", "enqueue single scheduled vs at once (workq)"} {
 		if !scenarios[s] {
 			t.Errorf("no result for scenario %q in %s", s, out)
+		}
+	}
+	for _, s := range []string{"enqueue batch scheduled vs at once (workq)", "enqueue single scheduled vs at once (workq)"} {
+		if !strings.Contains(notes[s], "group commit off") {
+			t.Errorf("%s: notes %q do not say the group commit", s, notes[s])
+		}
+	}
+	// The burst: every time figure beside raw schedules' and beside both baselines,
+	// each saying what its raw column holds.
+	burst := map[string][]string{
+		"burst 200 due at once (c=4)":                            {"first start ms", "all fired ms", "all started ms", "all done ms", "enqueue beside it, max ms"},
+		"burst 200 due at once vs enqueued at once (workq, c=4)": {"first start ms", "all started ms", "all done ms"},
+		"burst 200 due at once vs waiting (workq, c=4)":          {"first start ms", "all started ms", "all done ms"},
+	}
+	for s, ms := range burst {
+		for _, m := range ms {
+			if !metrics[s+": "+m] {
+				t.Errorf("no %q for scenario %q in %s", m, s, out)
+			}
+		}
+	}
+	for s, what := range map[string]string{"burst 200 due at once (c=4)": "timed from the due time",
+		"burst 200 due at once vs enqueued at once (workq, c=4)": "timed from the enqueue's start",
+		"burst 200 due at once vs waiting (workq, c=4)":          "timed from their start"} {
+		if !strings.Contains(notes[s], what) {
+			t.Errorf("%s: notes %q do not say %q", s, notes[s], what)
 		}
 	}
 
 	r := wq(t, "", "bench", "--scenario", "nope")
 	oneLine(t, r, 2, "--scenario", "nope")
+	r = wq(t, "", "bench", "--scenario", "schedule-burst", "--burst", "0")
+	oneLine(t, r, 2, "--burst", "at least 1")
+	r = wq(t, "", "bench", "--scenario", "schedule-burst", "--burst-lead", "-1s")
+	oneLine(t, r, 2, "--burst-lead -1s")
 }
 
 // TestBenchEmbedded runs two cheap scenarios on each server `workq bench` can start

@@ -42,6 +42,11 @@ func printBench(w io.Writer, rep benchReport) error {
 		return err
 	}
 	fmt.Fprintln(w, "\nThroughput ratio = workq/raw (higher is better); latency ratio = workq/raw p50 (lower is better).")
+	for _, r := range rep.Results {
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "%s: %s\n", r.Scenario, n)
+		}
+	}
 	return nil
 }
 

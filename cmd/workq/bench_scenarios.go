@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/workq/workq/cmd/workq/internal/bench"
@@ -35,26 +36,17 @@ func (a *app) benchSteps(f benchFlags, env bench.Env) []benchStep {
 				return []benchRow{pairRow(p, "ratio ≥ 0.9", atLeast(0.9))}, err
 			}})
 		case "schedule-enqueue":
-			steps = append(steps, benchStep{sc, func(ctx context.Context, _ *status) ([]benchRow, error) {
-				p, immediate, err := bench.EnqueueScheduled(ctx, env, f.jobs)
-				rows := []benchRow{pairRow(p, "", nil)}
-				rows = append(rows, benchRow{Scenario: "enqueue batch scheduled vs at once (workq)", Metric: "jobs/s", Workq: p.Workq, Raw: immediate, Ratio: p.Workq / immediate})
-				return rows, err
+			steps = append(steps, benchStep{sc + " batch", func(ctx context.Context, _ *status) ([]benchRow, error) {
+				s, err := bench.EnqueueScheduled(ctx, env, f.jobs)
+				return scheduledRows(s, env), err
+			}}, benchStep{sc + " single", func(ctx context.Context, _ *status) ([]benchRow, error) {
+				s, err := bench.EnqueueSingleScheduled(ctx, env, f.jobs)
+				return scheduledRows(s, env), err
 			}})
 		case "schedule-burst":
 			steps = append(steps, benchStep{sc, func(ctx context.Context, _ *status) ([]benchRow, error) {
-				lead := f.burstLead
-				if lead == 0 {
-					lead = 3*time.Second + time.Duration(f.burst)*60*time.Microsecond
-				}
-				b, err := bench.ScheduledBurst(ctx, env, f.burst, f.burstC, lead)
-				// Here "workq" is the jobs due at once, timed from their due time, and
-				// "raw" the same jobs waiting in the queue, timed from the workers' start.
-				name := fmt.Sprintf("burst %d due at once vs waiting (c=%d)", b.N, f.burstC)
-				return []benchRow{
-					{Scenario: name, Metric: "first start ms", Workq: ms(b.DueFirst), Raw: ms(b.ReadyFirst), Ratio: ratio(b.DueFirst, b.ReadyFirst)},
-					{Scenario: name, Metric: "all started ms", Workq: ms(b.DueAll), Raw: ms(b.ReadyAll), Ratio: ratio(b.DueAll, b.ReadyAll)},
-				}, err
+				b, err := bench.ScheduledBurst(ctx, env, bench.BurstConfig{N: f.burst, Concurrency: f.burstC, Lead: f.burstLead})
+				return burstRows(b), err
 			}})
 		case "process-unfenced", "process-fenced":
 			fenced := sc == "process-fenced"
@@ -137,6 +129,56 @@ func ratio(w, r time.Duration) float64 {
 		return 0
 	}
 	return float64(w) / float64(r)
+}
+
+// scheduledRows are a scheduled-enqueue scenario's rows: delayed jobs against raw
+// schedules, and against workq's jobs to run at once (in the raw column), with the
+// group commit the immediate jobs had.
+func scheduledRows(s bench.ScheduledPair, env bench.Env) []benchRow {
+	gc := "group commit off (the default on one replica): delayed and immediate jobs are single publishes alike"
+	switch {
+	case env.GroupCommitOn() && env.GroupCommit == nil:
+		gc = "group commit on (the default on a replicated queue): immediate jobs may share atomic batches, delayed ones never do"
+	case env.GroupCommitOn():
+		gc = "group commit on: immediate jobs may share atomic batches, delayed ones never do"
+	case env.GroupCommit != nil:
+		gc = "group commit off: delayed and immediate jobs are single publishes alike"
+	}
+	return []benchRow{
+		pairRow(s.Pair, "", nil),
+		{Scenario: s.Scenario + " vs at once (workq)", Metric: "jobs/s", Workq: s.Workq, Raw: s.Immediate, Ratio: s.ImmediateRatio(), Notes: []string{gc}},
+	}
+}
+
+// burstRows are the schedule-burst scenario's rows. Its time figures are timed from
+// the due time (workq's delayed jobs, raw's schedules), the enqueue's start (jobs
+// enqueued at once to waiting workers) or the workers' start (jobs waiting); the
+// "raw" column of the last two is workq itself.
+func burstRows(b bench.Burst) []benchRow {
+	times := func(name string, w, r bench.BurstTimes) []benchRow {
+		return []benchRow{
+			{Scenario: name, Metric: "first start ms", Workq: ms(w.First), Raw: ms(r.First), Ratio: ratio(w.First, r.First)},
+			{Scenario: name, Metric: "all started ms", Workq: ms(w.AllStarted), Raw: ms(r.AllStarted), Ratio: ratio(w.AllStarted, r.AllStarted)},
+			{Scenario: name, Metric: "all done ms", Workq: ms(w.AllDone), Raw: ms(r.AllDone), Ratio: ratio(w.AllDone, r.AllDone)},
+		}
+	}
+	vsRaw := times(fmt.Sprintf("burst %d due at once (c=%d)", b.N, b.Concurrency), b.Delayed.BurstTimes, b.Raw.BurstTimes)
+	vsRaw = slices.Insert(vsRaw, 1, benchRow{Scenario: vsRaw[0].Scenario, Metric: "all fired ms",
+		Workq: ms(b.Delayed.AllFired), Raw: ms(b.Raw.AllFired), Ratio: ratio(b.Delayed.AllFired, b.Raw.AllFired)})
+	vsRaw = append(vsRaw, benchRow{Scenario: vsRaw[0].Scenario, Metric: "enqueue beside it, max ms",
+		Workq: ms(b.Delayed.ProbeFiring), Raw: ms(b.Raw.ProbeFiring), Ratio: ratio(b.Delayed.ProbeFiring, b.Raw.ProbeFiring)})
+	vsRaw[0].Notes = []string{fmt.Sprintf("timed from the due time; due %s after the enqueue's start (moved out %d times), which took %s (raw: due %s after, moved %d times, took %s); "+
+		"a single enqueue beside the burst, one every 10 ms, took at most %s before the due time (raw %s)",
+		b.Delayed.Lead.Round(time.Millisecond), b.Delayed.Moved, b.Delayed.Enqueue.Round(time.Millisecond),
+		b.Raw.Lead.Round(time.Millisecond), b.Raw.Moved, b.Raw.Enqueue.Round(time.Millisecond),
+		b.Delayed.ProbeIdle.Round(10*time.Microsecond), b.Raw.ProbeIdle.Round(10*time.Microsecond))}
+	atOnce := times(fmt.Sprintf("burst %d due at once vs enqueued at once (workq, c=%d)", b.N, b.Concurrency), b.Delayed.BurstTimes, b.AtOnce)
+	atOnce[0].Notes = []string{fmt.Sprintf("raw column: workq's jobs enqueued to run at once into an idle queue, workers waiting, timed from the enqueue's start; "+
+		"the enqueue took %s, so all had started %s after the last was in the stream",
+		b.AtOnceEnqueue.Round(time.Millisecond), (b.AtOnce.AllStarted - b.AtOnceEnqueue).Round(time.Millisecond))}
+	waiting := times(fmt.Sprintf("burst %d due at once vs waiting (workq, c=%d)", b.N, b.Concurrency), b.Delayed.BurstTimes, b.Waiting)
+	waiting[0].Notes = []string{"raw column: workq's jobs all waiting in the queue when the workers start, timed from their start"}
+	return slices.Concat(vsRaw, atOnce, waiting)
 }
 
 // latencyRows are a latency scenario's p50 and p99; p50Check is the p50's target.

@@ -62,6 +62,16 @@ func (e Env) workerOpts(more ...consumer.Option) []consumer.Option {
 	return append(opts, more...)
 }
 
+// GroupCommitOn says whether workq's producers and workers use group commit:
+// GroupCommit when set, else the library's default, on for a replicated queue (the
+// rule of internal/groupcommit.For). Delayed jobs never go through it.
+func (e Env) GroupCommitOn() bool {
+	if e.GroupCommit != nil {
+		return *e.GroupCommit
+	}
+	return e.replicas() > 1
+}
+
 // url is where extra connections go.
 func (e Env) url() string {
 	if e.URL != "" {

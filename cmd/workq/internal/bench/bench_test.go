@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,30 +191,94 @@ func TestScenariosRun(t *testing.T) {
 	}
 }
 
-// The scheduling scenarios run, and the burst's delayed jobs each start once, none
-// before its time (ScheduledBurst fails a run with an early start).
-func TestScheduleScenariosRun(t *testing.T) {
+// The scheduled-enqueue scenarios run and measure all three rates.
+func TestScheduledEnqueueRuns(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
 	e := bench.Env{JS: env.JetStream(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, immediate, err := bench.EnqueueScheduled(ctx, e, 500)
-	if err != nil {
-		t.Fatal(err)
+	for _, run := range []func() (bench.ScheduledPair, error){
+		func() (bench.ScheduledPair, error) { return bench.EnqueueScheduled(ctx, e, 500) },
+		func() (bench.ScheduledPair, error) { return bench.EnqueueSingleScheduled(ctx, e, 100) },
+	} {
+		s, err := run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Workq <= 0 || s.Raw <= 0 || s.Immediate <= 0 {
+			t.Fatalf("%s: no rate measured: %+v", s.Scenario, s)
+		}
+		t.Logf("%s: delayed %.0f/s, raw schedules %.0f/s, immediate %.0f/s", s.Scenario, s.Workq, s.Raw, s.Immediate)
 	}
-	if p.Workq <= 0 || p.Raw <= 0 || immediate <= 0 {
-		t.Fatalf("no rate measured: %+v, immediate %v", p, immediate)
-	}
-	b, err := bench.ScheduledBurst(ctx, e, 300, 8, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.Early != 0 || b.DueFirst < 0 || b.DueAll < b.DueFirst || b.ReadyAll < b.ReadyFirst || b.ReadyFirst < 0 {
-		t.Fatalf("burst %+v", b)
-	}
-	t.Logf("burst of 300: due → first %v, all %v; waiting → first %v, all %v", b.DueFirst, b.DueAll, b.ReadyFirst, b.ReadyAll)
-	if _, err := bench.ScheduledBurst(ctx, e, 300, 8, time.Millisecond); err == nil {
-		t.Error("a lead time shorter than the enqueue was not refused")
+}
+
+// A burst's delayed jobs, as their handler saw them: every job due at the reported
+// due time started exactly once, none before it, and the timings of every side are
+// in order. With a lead shorter than the enqueue, the due time is moved out (the
+// dropped attempt's jobs started early, by design, and are not counted).
+func TestScheduledBurst(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	e := bench.Env{JS: env.JetStream(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const n = 300
+	for _, lead := range []time.Duration{0, time.Millisecond} {
+		var mu sync.Mutex
+		type start struct{ at, due time.Time }
+		starts := map[string][]start{}
+		b, err := bench.ScheduledBurst(ctx, e, bench.BurstConfig{N: n, Concurrency: 8, Lead: lead,
+			Started: func(id string, at, due time.Time) {
+				mu.Lock()
+				defer mu.Unlock()
+				starts[id] = append(starts[id], start{at, due})
+			}})
+		if err != nil {
+			t.Fatalf("lead %s: %v", lead, err)
+		}
+		t.Logf("lead %s → %s (moved %d), enqueue %s: due → first %s, all fired %s, all started %s, all done %s; raw (lead %s, moved %d) %+v; at once %+v (enqueue %s); waiting %+v; probe idle %s, firing %s",
+			lead, b.Delayed.Lead, b.Delayed.Moved, b.Delayed.Enqueue, b.Delayed.First, b.Delayed.AllFired, b.Delayed.AllStarted, b.Delayed.AllDone,
+			b.Raw.Lead, b.Raw.Moved, b.Raw.BurstTimes, b.AtOnce, b.AtOnceEnqueue, b.Waiting, b.Delayed.ProbeIdle, b.Delayed.ProbeFiring)
+		mu.Lock()
+		jobs := 0
+		for id, ss := range starts {
+			if !ss[0].due.Equal(b.Delayed.Due) {
+				continue // a dropped attempt's job
+			}
+			jobs++
+			if len(ss) != 1 {
+				t.Errorf("job %s started %d times", id, len(ss))
+			}
+			if ss[0].at.Before(ss[0].due) {
+				t.Errorf("job %s started %s before its due time", id, ss[0].due.Sub(ss[0].at))
+			}
+		}
+		mu.Unlock()
+		if jobs != n {
+			t.Errorf("lead %s: %d jobs due at %s started, want %d", lead, jobs, b.Delayed.Due, n)
+		}
+		if lead > 0 && (b.Delayed.Moved == 0 || b.Raw.Moved == 0 || b.Delayed.Lead <= lead) {
+			t.Errorf("lead %s, shorter than the enqueue: not moved out: %+v, raw %+v", lead, b.Delayed, b.Raw)
+		}
+		for _, side := range []struct {
+			name string
+			t    bench.BurstTimes
+		}{{"delayed", b.Delayed.BurstTimes}, {"raw", b.Raw.BurstTimes}, {"at once", b.AtOnce}, {"waiting", b.Waiting}} {
+			if side.t.First < 0 || side.t.AllStarted < side.t.First || side.t.AllDone < side.t.AllStarted {
+				t.Errorf("%s: times out of order: %+v", side.name, side.t)
+			}
+		}
+		for _, f := range []bench.Fired{b.Delayed, b.Raw} {
+			if f.AllFired < 0 || f.AllFired > f.AllStarted {
+				t.Errorf("the last job was fired %s after the due time, and all had started %s after it", f.AllFired, f.AllStarted)
+			}
+		}
+		if b.Delayed.Enqueue <= 0 || b.Delayed.Lead-b.Delayed.Enqueue < 250*time.Millisecond || b.AtOnceEnqueue <= 0 {
+			t.Errorf("enqueue %s with lead %s, at once %s: want the delayed enqueue done 250ms before the due time", b.Delayed.Enqueue, b.Delayed.Lead, b.AtOnceEnqueue)
+		}
+		if b.Delayed.ProbeIdle <= 0 || b.Delayed.ProbeFiring <= 0 || b.Raw.ProbeIdle <= 0 || b.Raw.ProbeFiring <= 0 {
+			t.Errorf("probe: workq idle %s, firing %s; raw idle %s, firing %s: want all", b.Delayed.ProbeIdle, b.Delayed.ProbeFiring, b.Raw.ProbeIdle, b.Raw.ProbeFiring)
+		}
 	}
 }
