@@ -24,6 +24,7 @@ const (
 	exhausted                  // the allowed attempts were used by runs that never finished: dead-letter
 	early                      // the job's retry time has not come (its worker died before putting it back): put back until then
 	heldOld                    // a run through a replaced consumer may still hold the job: leave it to that run's heartbeats
+	cancelled                  // the job was cancelled: drop it without running
 )
 
 // retryTolerance is how early before its record's retry time a redelivery may run
@@ -119,6 +120,10 @@ func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 			return 0, err
 		case w.forgottenDuplicate(j, prev):
 			return alreadyDone, nil
+		case isCancelled(j, prev), prev.State == record.Cancelled && prev.Sequence != j.md.Sequence.Stream && sameFiring(j, prev):
+			// Cancelled: this message, or the delayed job the server fired as it was
+			// cancelled.
+			return cancelled, nil
 		case prev.Sequence != j.md.Sequence.Stream && prev.State.Terminal() && sameFiring(j, prev):
 			// Another copy of a firing that has ended (a new stream leader fired again
 			// what the old one fired as it failed), or of a delayed job cancelled while

@@ -28,6 +28,9 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 		w.stats.alreadyDone.Add(1)
 		w.ack(j)
 		return
+	case cancelled:
+		w.dropCancelled(j, "dropped before it ran")
+		return
 	case alreadyDead:
 		j.attempt = j.claim.Attempt
 		w.deadLetter(ctx, j, errors.New(j.claim.LastError), false)
@@ -57,7 +60,7 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 	w.background(func() {
 		switch {
 		case errors.Is(cause, ErrStale):
-			w.reassigned(j, "handler cancelled")
+			w.lostClaim(j, cause, "handler cancelled")
 		case herr == nil:
 			w.commit(ctx, j)
 		case errors.Is(cause, errDrained):
@@ -91,7 +94,7 @@ func (w *Worker) update(ctx context.Context, j *Job, change func(next *record.Re
 	case err == nil:
 		j.claim = &next
 	case errors.Is(err, record.ErrConflict):
-		j.loseLocked()
+		j.loseLocked(ErrStale) // settled by lostClaim, which reads why
 	}
 	return err
 }
@@ -269,7 +272,7 @@ func (w *Worker) giveBack(j *Job) {
 // means the job was reassigned; anything else leaves it to be redelivered.
 func (w *Worker) outcomeFailed(j *Job, what string, err error) {
 	if errors.Is(err, record.ErrConflict) {
-		w.reassigned(j, what+" refused")
+		w.lostClaim(j, nil, what+" refused")
 		return
 	}
 	j.lease.stop()

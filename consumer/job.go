@@ -33,11 +33,12 @@ type Job struct {
 	schedule    string        // the periodic schedule that fired the job
 	metrics     *kindMetrics  // the series of this job's queue and kind
 
-	mu     sync.Mutex
-	claim  *record.Record          // fenced: this run's claim; Revision 0 until written
-	lost   bool                    // a write over the claim found it taken by another delivery
-	twin   bool                    // a delivery of a message this worker finished lately (see twins.go)
-	cancel context.CancelCauseFunc // ends the handler's context; nil before it runs
+	mu      sync.Mutex
+	claim   *record.Record          // fenced: this run's claim; Revision 0 until written
+	lost    bool                    // a write over the claim found it taken by another delivery
+	lostErr error                   // why: ErrStale, or ErrCancelled when the job was cancelled
+	twin    bool                    // a delivery of a message this worker finished lately (see twins.go)
+	cancel  context.CancelCauseFunc // ends the handler's context; nil before it runs
 }
 
 func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
@@ -143,7 +144,7 @@ func (j *Job) ensureClaimed(ctx context.Context) (uint64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.lost {
-		return 0, ErrStale
+		return 0, j.lostErr
 	}
 	if j.claim.Revision != 0 {
 		return j.claim.Revision, nil
@@ -151,8 +152,8 @@ func (j *Job) ensureClaimed(ctx context.Context) (uint64, error) {
 	c := *j.claim
 	err := j.w.createOver(ctx, j, &c) // over a finished record of an earlier message with this id, too
 	if errors.Is(err, record.ErrConflict) {
-		j.loseLocked()
-		return 0, ErrStale
+		j.loseLocked(j.w.lostCause(ctx, j))
+		return 0, j.lostErr
 	}
 	if err != nil {
 		return 0, err
@@ -161,11 +162,12 @@ func (j *Job) ensureClaimed(ctx context.Context) (uint64, error) {
 	return c.Revision, nil
 }
 
-// loseLocked marks the job lost and cancels its handler. j.mu is held.
-func (j *Job) loseLocked() {
-	j.lost = true
+// loseLocked marks the job lost and cancels its handler with cause (ErrStale, or
+// ErrCancelled). j.mu is held.
+func (j *Job) loseLocked(cause error) {
+	j.lost, j.lostErr = true, cause
 	if j.cancel != nil {
-		j.cancel(ErrStale)
+		j.cancel(cause)
 	}
 }
 
@@ -206,6 +208,9 @@ func (j *Job) Fence(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("job %s: fence: %w", j.id, err)
+	}
+	if rec.Revision != token && isCancelled(j, rec) {
+		return cancelledError(j)
 	}
 	if rec.Revision != token {
 		return fmt.Errorf("job %s: claimed again by %s (attempt %d): %w", j.id, workerName(rec), rec.Attempt, ErrStale)

@@ -15,6 +15,7 @@ const (
 	outcomeDead       = "dead"       // moved to dead letters
 	outcomeReassigned = "reassigned" // finished, but another delivery owned the job: refused
 	outcomeStale      = "stale"      // not run: a newer delivery had claimed the job
+	outcomeCancelled  = "cancelled"  // cancelled: stopped while running, or dropped before it ran
 	outcomeFailed     = "failed"     // a server error kept the outcome from being written; redelivered
 )
 
@@ -31,14 +32,14 @@ type workerMetrics struct {
 // kindMetrics are the series of one (queue, kind), resolved when the kind is first
 // seen so that counting a job costs no label lookup.
 type kindMetrics struct {
-	committed, retried, dead, reassigned, stale, failed prometheus.Counter
-	duration, wait                                      prometheus.Observer
+	committed, retried, dead, reassigned, stale, cancelled, failed prometheus.Counter
+	duration, wait                                                 prometheus.Observer
 }
 
 func newMetrics(reg prometheus.Registerer, q string) (*workerMetrics, error) {
 	processed, err := metrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "workq_jobs_processed_total",
-		Help: "Deliveries handled by workers, by outcome: committed, retried, dead, reassigned (commit refused: another worker owns the job), stale (skipped: a newer delivery claimed it), failed (a server error kept the outcome from being written).",
+		Help: "Deliveries handled by workers, by outcome: committed, retried, dead, reassigned (commit refused: another worker owns the job), stale (skipped: a newer delivery claimed it), cancelled (stopped or dropped: the job was cancelled), failed (a server error kept the outcome from being written).",
 	}, []string{"queue", "kind", "outcome"}))
 	if err != nil {
 		return nil, err
@@ -91,6 +92,7 @@ func newMetrics(reg prometheus.Registerer, q string) (*workerMetrics, error) {
 				dead:       processed.WithLabelValues(q, kind, outcomeDead),
 				reassigned: processed.WithLabelValues(q, kind, outcomeReassigned),
 				stale:      processed.WithLabelValues(q, kind, outcomeStale),
+				cancelled:  processed.WithLabelValues(q, kind, outcomeCancelled),
 				failed:     processed.WithLabelValues(q, kind, outcomeFailed),
 				duration:   duration.WithLabelValues(q, kind),
 				wait:       wait.WithLabelValues(q, kind),

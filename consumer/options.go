@@ -217,6 +217,11 @@ func Constant(d time.Duration) BackoffFunc {
 // the first call to Job.FencingToken or Job.Fence writes the claim at once.
 // Redeliveries always claim before they run. 0 claims every attempt before it runs.
 // Default DefaultClaimDelay (10ms): most short jobs finish within it and write once.
+//
+// A job cancelled after the worker received it but before its claim (it waited in
+// the worker's buffer) may therefore start: its claim, written within ClaimDelay or
+// at commit, finds the cancel, the handler's context ends with ErrCancelled and
+// nothing is committed. With ClaimDelay 0 such a job never starts.
 func ClaimDelay(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {

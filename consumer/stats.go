@@ -11,6 +11,7 @@ type Stats struct {
 	Reassigned  uint64 // commits or outcomes refused: another delivery owned the job
 	AlreadyDone uint64 // redeliveries of committed jobs, acked without running
 	Stale       uint64 // deliveries skipped because a newer one had claimed the job
+	Cancelled   uint64 // deliveries of cancelled jobs: runs stopped, and deliveries dropped without running
 	Busy        uint64 // deliveries put back because another message with the same id was live
 	Early       uint64 // deliveries put back because their job's retry time had not come
 	Dropped     uint64 // buffered deliveries dropped because the workers' consumer was re-created
@@ -29,7 +30,7 @@ type Stats struct {
 
 type counters struct {
 	started, committed, retried, dead, reassigned, alreadyDone, stale, busy, early, dropped,
-	handedBack, heartbeats, redelivered, errors, twins atomic.Uint64
+	handedBack, heartbeats, redelivered, errors, twins, cancelled atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -38,5 +39,6 @@ func (c *counters) snapshot() Stats {
 		Dead: c.dead.Load(), Reassigned: c.reassigned.Load(), AlreadyDone: c.alreadyDone.Load(),
 		Stale: c.stale.Load(), Busy: c.busy.Load(), Early: c.early.Load(), Dropped: c.dropped.Load(), HandedBack: c.handedBack.Load(),
 		Heartbeats: c.heartbeats.Load(), Redelivered: c.redelivered.Load(), Errors: c.errors.Load(), Twins: c.twins.Load(),
+		Cancelled: c.cancelled.Load(),
 	}
 }

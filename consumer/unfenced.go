@@ -14,6 +14,8 @@ import (
 func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
 	herr, cause := w.run(ctx, j)
 	switch {
+	case errors.Is(cause, ErrCancelled):
+		w.dropCancelled(j, "stopped")
 	case herr == nil:
 		j.lease.stop()
 		if err := j.msg.Ack(); err != nil {

@@ -293,7 +293,8 @@ func (w *Worker) reject(ctx context.Context, j *Job, reason error) {
 // run calls the handler, its delivery kept alive by its lease, and returns its error
 // and the cause of its context's end, if it ended. A fenced run's lease checks the
 // claim beside each progress report: a claim taken by another delivery cancels the
-// handler with ErrStale.
+// handler with ErrStale, a cancel of the job with ErrCancelled. An unfenced run's
+// lease checks for a cancel only.
 func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -307,8 +308,10 @@ func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 	j.mu.Unlock()
 	if j.fenced {
 		j.lease.watch(func() { w.checkClaim(j, cancel) })
-		defer j.lease.watch(nil)
+	} else {
+		j.lease.watch(func() { w.checkCancelled(j, cancel) })
 	}
+	defer j.lease.watch(nil)
 	var claimTimer *time.Timer
 	if j.fenced && j.token() == 0 {
 		// A first attempt that outlives ClaimDelay writes its claim, so Status shows it
@@ -338,8 +341,8 @@ func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 }
 
 // checkClaim is a running fenced job's claim check: if another delivery has claimed
-// the job, the handler is cancelled with ErrStale and the delivery's progress reports
-// stop. The check may take longer than a short heartbeat interval (a slow server, a
+// the job, or the job was cancelled, the handler is cancelled with ErrStale (or
+// ErrCancelled, which matches ErrStale too) and the delivery's progress reports stop. The check may take longer than a short heartbeat interval (a slow server, a
 // claim being written): it gets up to half of what is left of AckWait after a
 // heartbeat, and never less than the interval.
 func (w *Worker) checkClaim(j *Job, cancel context.CancelCauseFunc) {

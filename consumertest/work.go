@@ -48,6 +48,10 @@ const (
 	// Stale: another delivery claimed the job while the handler ran; nothing was
 	// committed. Work does not arrange this; it reports it if it happens.
 	Stale Outcome = "stale"
+	// Cancelled: the job was cancelled while the handler ran (consumer.ErrCancelled);
+	// nothing was committed and it will not run again. Work does not arrange this; it
+	// reports it if it happens.
+	Cancelled Outcome = "cancelled"
 )
 
 // Result is one attempt as the worker settled it.
@@ -289,6 +293,8 @@ func outcomeOf(r attempt.Report) (Outcome, error) {
 		return Dead, nil
 	case attempt.Stale:
 		return Stale, nil
+	case attempt.Cancelled:
+		return Cancelled, nil
 	case attempt.HandedBack:
 		return "", errors.New("the worker stopped before the handler returned; the job was handed back")
 	}

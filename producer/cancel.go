@@ -8,22 +8,35 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 )
 
-// ErrNotScheduled: Cancel found the job, but it is no longer (or never was) waiting
-// for its time: it is queued, running, retrying, done or dead. The error names its
-// state.
-var ErrNotScheduled = errors.New("job is not scheduled")
+// ErrFinished: Cancel found the job finished, done or dead; there is nothing left to
+// cancel. The error names its state.
+var ErrFinished = errors.New("job has finished")
 
-// Cancel cancels a delayed job before it starts: its schedule is removed and its
-// record says cancelled, so it never runs, also when the server fires it as Cancel
-// runs (the worker that gets the fired job finds the record and drops the job).
-// Cancelling a job cancelled already returns its record again. A job that is not
-// waiting any more is ErrNotScheduled, and an unknown id ErrNotFound. It returns the
-// cancelled job's record.
+// Cancel cancels job id wherever it stands, and returns its record, which says
+// cancelled from then on:
+//
+//   - scheduled (a delayed job): its schedule is removed, and it never runs, also when
+//     the server fires it as Cancel runs (the worker that gets it drops it);
+//   - queued or retrying: its message is removed from the queue, and it never runs
+//     (again), also when a worker has it already;
+//   - running: its message is removed, and the handler's context ends with a cause
+//     matching consumer.ErrCancelled at the worker's next heartbeat (a third of
+//     AckWait by default); its result is never committed and it is not retried.
+//
+// The record is written first, by compare-and-set over the job's current record, so a
+// job is never both cancelled and committed: the worker's claim and commit are
+// compare-and-sets on the same record. Cancelling a job cancelled already returns its
+// record again; a finished job is ErrFinished, an unknown id ErrNotFound.
+//
+// Workers running unfenced (consumer.Unfenced) see the cancel of a running job at
+// their next heartbeat too, but do not read records before they run: a job already
+// fetched into such a worker's buffer when it is cancelled still runs.
 func (p *Producer) Cancel(ctx context.Context, id string) (*Record, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("producer: cancel job %s on queue %s: %w", id, p.names.Queue, option.Nil("context"))
@@ -38,79 +51,96 @@ func (p *Producer) Cancel(ctx context.Context, id string) (*Record, error) {
 	return publicRecord(rec), nil
 }
 
+// cancel writes the cancelled record of the job's current message, then removes the
+// message. It reads again after a conflicting write (a worker claimed, failed or
+// committed the job meanwhile).
 func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error) {
-	subject := p.names.DelayedSubject(id)
-	msg, err := p.objects.Stream.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return p.notScheduled(ctx, id)
-	}
-	if err != nil {
-		return nil, err
-	}
-	q := queuedRecord(p.names.Queue, id, msg)
-	cancelled := &record.Record{
-		ID: id, Queue: p.names.Queue, Kind: q.Kind, State: record.Cancelled, MaxAttempts: q.MaxAttempts,
-		Sequence: q.Sequence, EnqueuedAt: q.EnqueuedAt, ScheduledAt: q.ScheduledAt, FinishedAt: time.Now(),
-	}
-	// The record first: from then on a worker that gets the job fired drops it. Then
-	// the schedule, up to the message read (a newer one is another enqueue's).
-	if err := p.writeCancelled(ctx, cancelled); err != nil {
-		return nil, err
-	}
-	if err := p.objects.Stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(msg.Sequence+1)); err != nil {
-		// The record stands: a worker drops the job when it fires.
-		return nil, fmt.Errorf("job cancelled, but its schedule could not be removed (it will fire, and be dropped): %w", err)
-	}
-	return cancelled, nil
-}
-
-// writeCancelled writes the cancelled record c. A record of the id may exist: this
-// job's, written by a worker that claimed it as it fired (then it is not scheduled
-// any more), or an earlier job's that ended (then it is replaced).
-func (p *Producer) writeCancelled(ctx context.Context, c *record.Record) error {
 	for range 8 {
-		prev, err := p.records.Get(ctx, c.ID)
-		switch {
-		case errors.Is(err, record.ErrNotFound):
-			err = p.records.Create(ctx, c)
-		case err != nil:
-			return err
-		case prev.ScheduledAt.Equal(c.ScheduledAt) && prev.Schedule == "":
-			if prev.State == record.Cancelled {
-				*c = *prev
-				return nil
+		prev, err := p.records.Get(ctx, id)
+		if err != nil && !errors.Is(err, record.ErrNotFound) {
+			return nil, err
+		}
+		if err == nil && !prev.State.Terminal() {
+			// Queued (handed back), running or retrying: its message is prev.Sequence.
+			c := *prev
+			c.State, c.FinishedAt, c.RetryAt = record.Cancelled, time.Now(), time.Time{}
+			err := p.records.Update(ctx, &c, prev.Revision)
+			if errors.Is(err, record.ErrConflict) {
+				continue
 			}
-			return fmt.Errorf("%w: it is %s", ErrNotScheduled, prev.State)
-		case !prev.State.Terminal():
-			return fmt.Errorf("%w: another job with this id is %s; cancel again when it has ended", ErrNotScheduled, prev.State)
-		default:
+			if err != nil {
+				return nil, err
+			}
+			return &c, p.removeMessage(ctx, c.Sequence)
+		}
+		// No record, or the record of a finished job: the job to cancel, if any, is a
+		// message that no worker has claimed, delayed or queued, newer than the record.
+		c, subject, err := p.waiting(ctx, id, prev)
+		switch {
+		case err != nil:
+			return nil, err
+		case c == nil && prev == nil:
+			return nil, ErrNotFound
+		case c == nil && prev.State == record.Cancelled:
+			return prev, nil
+		case c == nil:
+			return nil, fmt.Errorf("%w: it is %s", ErrFinished, prev.State)
+		}
+		if prev == nil {
+			err = p.records.Create(ctx, c)
+		} else {
 			err = p.records.Update(ctx, c, prev.Revision)
 		}
-		if !errors.Is(err, record.ErrConflict) {
-			return err
+		if errors.Is(err, record.ErrConflict) {
+			continue
 		}
+		if err != nil {
+			return nil, err
+		}
+		if subject == p.names.DelayedSubject(id) {
+			// The schedule, up to the message read (a newer one is another enqueue's).
+			err = p.objects.Stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(c.Sequence+1))
+			if err != nil {
+				return nil, fmt.Errorf("job cancelled, but its schedule could not be removed (it will fire, and be dropped): %w", err)
+			}
+			return c, nil
+		}
+		return c, p.removeMessage(ctx, c.Sequence)
 	}
-	return fmt.Errorf("job %s: its record kept changing", c.ID)
+	return nil, fmt.Errorf("job %s: its record kept changing", id)
 }
 
-// notScheduled settles the cancel of id, which has no schedule: the record of a job
-// cancelled already, or ErrNotScheduled naming the job's state, or ErrNotFound.
-func (p *Producer) notScheduled(ctx context.Context, id string) (*record.Record, error) {
-	rec, err := p.records.Get(ctx, id)
-	switch {
-	case err == nil && rec.State == record.Cancelled:
-		return rec, nil
-	case err == nil:
-		return nil, fmt.Errorf("%w: it is %s", ErrNotScheduled, rec.State)
-	case !errors.Is(err, record.ErrNotFound):
-		return nil, err
+// waiting finds the message of job id that waits to start, delayed or queued, and
+// returns the cancelled record to write for it and its subject; nil if there is
+// none newer than prev, the job's finished record (nil if it has none). The record
+// of a delayed job cancelled as the server fired it says so: prev is that record.
+func (p *Producer) waiting(ctx context.Context, id string, prev *record.Record) (*record.Record, string, error) {
+	for _, subject := range []string{p.names.DelayedSubject(id), p.names.JobSubject(id)} {
+		msg, err := p.objects.Stream.GetLastMsgForSubject(ctx, subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		q := queuedRecord(p.names.Queue, id, msg)
+		if prev != nil && (msg.Sequence <= prev.Sequence || prev.State == record.Cancelled && prev.ScheduledAt.Equal(q.ScheduledAt) && !q.ScheduledAt.IsZero()) {
+			continue // the finished job's own message (a fired copy of a cancelled delayed job)
+		}
+		return &record.Record{
+			ID: id, Queue: p.names.Queue, Kind: q.Kind, State: record.Cancelled, MaxAttempts: q.MaxAttempts,
+			Sequence: q.Sequence, EnqueuedAt: q.EnqueuedAt, ScheduledAt: q.ScheduledAt, FinishedAt: time.Now(),
+		}, subject, nil
 	}
-	_, err = p.objects.Stream.GetLastMsgForSubject(ctx, p.names.JobSubject(id))
-	switch {
-	case err == nil:
-		return nil, fmt.Errorf("%w: it is %s", ErrNotScheduled, StateQueued)
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return nil, ErrNotFound
+	return nil, "", nil
+}
+
+// removeMessage deletes a cancelled job's message from the queue. The record stands
+// if it cannot: the worker that gets the message drops it.
+func (p *Producer) removeMessage(ctx context.Context, seq uint64) error {
+	err := p.objects.Stream.DeleteMsg(ctx, seq)
+	if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) || jserr.HasCode(err, jetstream.JSErrCodeMessageNotFound) {
+		return nil
 	}
-	return nil, err
+	return fmt.Errorf("job cancelled, but its message could not be removed from the queue (a worker will drop it): %w", err)
 }

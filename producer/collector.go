@@ -46,7 +46,7 @@ type queueSample struct {
 	queue                                        string
 	ok                                           bool
 	jobs, pending, ackPending, redelivered, dead float64
-	scheduled, schedules                         float64
+	scheduled, schedules, paused                 float64
 	oldest                                       time.Time // zero when the queue is empty
 }
 
@@ -135,6 +135,7 @@ var (
 	descOldest      = queueDesc("workq_queue_oldest_job_age_seconds", "Age of the oldest job in the queue's stream; 0 when it is empty.")
 	descScheduled   = queueDesc("workq_queue_scheduled", "Delayed jobs waiting for their time.")
 	descSchedules   = queueDesc("workq_queue_schedules", "Periodic schedules of the queue, paused ones included.")
+	descPaused      = queueDesc("workq_queue_paused", "1 while the queue is paused (its workers get no jobs), else 0.")
 	descUp          = queueDesc("workq_queue_up", "1 if the last read of the queue's state from the server succeeded, else 0.")
 )
 
@@ -144,7 +145,7 @@ func queueDesc(name, help string) *prometheus.Desc {
 
 // Describe implements prometheus.Collector.
 func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descJobs, descPending, descAckPending, descRedelivered, descDead, descOldest, descScheduled, descSchedules, descUp} {
+	for _, d := range []*prometheus.Desc{descJobs, descPending, descAckPending, descRedelivered, descDead, descOldest, descScheduled, descSchedules, descPaused, descUp} {
 		ch <- d
 	}
 }
@@ -165,6 +166,7 @@ func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descDead, prometheus.GaugeValue, s.dead, s.queue)
 		ch <- prometheus.MustNewConstMetric(descScheduled, prometheus.GaugeValue, s.scheduled, s.queue)
 		ch <- prometheus.MustNewConstMetric(descSchedules, prometheus.GaugeValue, s.schedules, s.queue)
+		ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, s.paused, s.queue)
 		age := 0.0
 		if !s.oldest.IsZero() {
 			age = max(0, now.Sub(s.oldest).Seconds()) // the server's clock stamped it
@@ -256,6 +258,9 @@ func (c *QueueCollector) readQueue(ctx context.Context, n queue.Names, si *jetst
 	default:
 		ci = cons.CachedInfo()
 		s.ackPending, s.redelivered = float64(ci.NumAckPending), float64(ci.NumRedelivered)
+		if ci.Paused {
+			s.paused = 1
+		}
 	}
 	census, err := queue.TakeCensus(ctx, st, n, si, ci)
 	if err != nil {

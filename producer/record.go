@@ -100,7 +100,8 @@ const (
 	StateDead State = State(record.Dead)
 	// StateScheduled: a delayed job waiting for its time (ScheduledAt).
 	StateScheduled State = State(record.Scheduled)
-	// StateCancelled: a scheduled job cancelled before it ran; it never runs.
+	// StateCancelled: cancelled (Cancel) before it finished; it does not run again,
+	// and nothing was committed.
 	StateCancelled State = State(record.Cancelled)
 )
 

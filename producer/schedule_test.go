@@ -122,8 +122,8 @@ func TestCancel(t *testing.T) {
 	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("now")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Cancel(ctx, "now"); !errors.Is(err, producer.ErrNotScheduled) {
-		t.Errorf("Cancel of a queued job: %v", err)
+	if rec, err := p.Cancel(ctx, "now"); err != nil || rec.State != producer.StateCancelled {
+		t.Errorf("Cancel of a queued job: %+v, %v", rec, err)
 	}
 	if _, err := p.Cancel(ctx, "nobody"); !errors.Is(err, producer.ErrNotFound) {
 		t.Errorf("Cancel of an unknown job: %v", err)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+	"github.com/workq/workq/admin"
 )
 
 // confirmedFlags is a command that deletes a queue's data for good and so wants
@@ -18,7 +18,7 @@ type confirmedFlags struct {
 	// warning says what the command deletes, with %s for the queue.
 	warning string
 	// remove deletes it and returns the line that says what was deleted.
-	remove func(ctx context.Context, js jetstream.JetStream, queue string) (string, error)
+	remove func(ctx context.Context, adm *admin.Admin, queue string) (string, error)
 }
 
 // confirmedCommand completes cmd (its use and help) into the command that runs f
@@ -44,7 +44,7 @@ func (f *confirmedFlags) validate() error {
 // run deletes and says what it deleted.
 func (f *confirmedFlags) run(ctx context.Context, a *app) error {
 	return a.withConn(ctx, f.what, func(ctx context.Context, c *conn) error {
-		done, err := f.remove(ctx, c.js, f.queue)
+		done, err := f.remove(ctx, c.admin, f.queue)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+	"github.com/workq/workq/admin"
 )
 
 // defaultServer is where workq connects without --server or NATS_URL.
@@ -53,9 +54,10 @@ func (f *connFlags) register(root *cobra.Command) {
 
 // conn is a connection to the server with its JetStream context.
 type conn struct {
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	url string
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	admin *admin.Admin
+	url   string
 }
 
 func (c *conn) Close() {
@@ -104,7 +106,12 @@ func (a *app) connect(ctx context.Context, name string, longLived bool) (*conn, 
 		nc.Close()
 		return nil, err
 	}
-	return &conn{nc: nc, js: js, url: nc.ConnectedUrlRedacted()}, nil
+	adm, err := admin.New(js)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &conn{nc: nc, js: js, admin: adm, url: nc.ConnectedUrlRedacted()}, nil
 }
 
 // options are the client's options from the flags: its name, the credentials and

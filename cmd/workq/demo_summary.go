@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/admin"
 	"github.com/workq/workq/producer"
 )
 
@@ -19,7 +19,11 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 	s := d.stats()
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	qi, err := admin.Info(octx, js, demoQueue)
+	adm, err := admin.New(js)
+	if err != nil {
+		return err
+	}
+	qi, err := adm.Queue(octx, demoQueue)
 	if err != nil {
 		return err
 	}

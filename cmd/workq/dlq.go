@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/admin"
 )
 
 func (a *app) dlqCommand() *cobra.Command {
@@ -51,7 +50,7 @@ func (f *dlqLsFlags) validate() error { return nil }
 // run lists the queue's dead letters, oldest first.
 func (f *dlqLsFlags) run(ctx context.Context, a *app) error {
 	return a.withConn(ctx, "dlq ls", func(ctx context.Context, c *conn) error {
-		ds, err := admin.DeadLetters(ctx, c.js, f.queue, f.limit, false)
+		ds, err := c.admin.DeadLetters(ctx, f.queue, f.limit, false)
 		if err != nil {
 			return err
 		}
@@ -83,8 +82,8 @@ func (a *app) dlqPurgeCommand() *cobra.Command {
 // dlqPurge is `workq dlq purge`.
 func dlqPurge() *confirmedFlags {
 	return &confirmedFlags{what: "dlq purge", warning: "purging the dead letters of %s deletes them for good",
-		remove: func(ctx context.Context, js jetstream.JetStream, q string) (string, error) {
-			n, err := admin.PurgeDead(ctx, js, q)
+		remove: func(ctx context.Context, adm *admin.Admin, q string) (string, error) {
+			n, err := adm.PurgeDead(ctx, q)
 			return fmt.Sprintf("purged %d dead letter(s) from %s", n, q), err
 		}}
 }

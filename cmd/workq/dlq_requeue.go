@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/admin"
 )
 
 // dlqRequeueFlags is `workq dlq requeue`: the queue, the dead letters by job id
@@ -58,7 +58,7 @@ func (f *dlqRequeueFlags) run(ctx context.Context, a *app) error {
 		sel.Sequences = append(sel.Sequences, uint64(s))
 	}
 	return a.withConn(ctx, "dlq requeue", func(ctx context.Context, c *conn) error {
-		done, err := admin.Requeue(ctx, c.js, f.queue, sel, func(r admin.Requeued) {
+		done, err := c.admin.RequeueDead(ctx, f.queue, sel, func(r admin.Requeued) {
 			if f.jsonOut {
 				_ = json.NewEncoder(a.stdout).Encode(r)
 			} else {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/admin"
 )
 
 // dlqShowFlags is `workq dlq show`: the queue, the dead letter and the flags.
@@ -42,7 +42,7 @@ func (f *dlqShowFlags) validate() error { return nil }
 // run shows the latest dead letter of the job, or the one with the sequence.
 func (f *dlqShowFlags) run(ctx context.Context, a *app) error {
 	return a.withConn(ctx, "dlq show", func(ctx context.Context, c *conn) error {
-		ds, err := admin.DeadLetters(ctx, c.js, f.queue, 0, true)
+		ds, err := c.admin.DeadLetters(ctx, f.queue, 0, true)
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/admin"
 )
 
 func TestDLQRequeueValidate(t *testing.T) {

@@ -363,6 +363,7 @@ type queueInfo struct {
 	Waiting         int    `json:"waiting"`
 	Dead            uint64 `json:"dead"`
 	AckWait         string `json:"ack_wait"`
+	Paused          bool   `json:"paused"`
 }
 
 func getQueue(t *testing.T, q string) queueInfo {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/workq/workq/admin"
 	"github.com/workq/workq/consumer"
-	"github.com/workq/workq/internal/admin"
 	"github.com/workq/workq/kvlock"
 	"github.com/workq/workq/producer"
 )
@@ -67,7 +67,7 @@ func explain(err error) error {
 // strip removes package prefixes from library messages ("producer: ", "kvlock: ").
 func strip(err error) error {
 	s := err.Error()
-	for _, p := range []string{"producer: ", "consumer: ", "kvlock: "} {
+	for _, p := range []string{"producer: ", "consumer: ", "kvlock: ", "admin: "} {
 		s = strings.ReplaceAll(s, p, "")
 	}
 	return errors.New(s)

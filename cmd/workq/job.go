@@ -7,9 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-
-	"github.com/workq/workq/internal/admin"
-	"github.com/workq/workq/producer"
 )
 
 func (a *app) jobCommand() *cobra.Command {
@@ -52,15 +49,7 @@ func (f *jobGetFlags) validate() error { return nil }
 // run shows the job's record.
 func (f *jobGetFlags) run(ctx context.Context, a *app) error {
 	return a.withConn(ctx, "job get", func(ctx context.Context, c *conn) error {
-		// Look before provisioning: a lookup must not create a queue.
-		if err := admin.Exists(ctx, c.js, f.queue); err != nil {
-			return err
-		}
-		p, err := producer.New(ctx, c.js, f.queue)
-		if err != nil {
-			return err
-		}
-		rec, err := p.Status(ctx, f.id)
+		rec, err := c.admin.Job(ctx, f.queue, f.id)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/admin"
 	"github.com/workq/workq/producer"
 )
 
@@ -22,12 +22,14 @@ func (a *app) jobCancelCommand() *cobra.Command {
 	f := &jobCancelFlags{}
 	return &cobra.Command{
 		Use:   "cancel <queue> <id>...",
-		Short: "Cancel delayed jobs before they start",
-		Long: `Cancel delayed jobs (enqueued with --at or --in) that have not fired yet: their
-schedules are removed and their records say cancelled, so they never run — also
-when the server fires one as it is cancelled. Cancelling a job cancelled already
-says so again. A job that is not scheduled (queued, running, done…) or unknown is
-not cancelled: the command says why and exits 1.`,
+		Short: "Cancel jobs: scheduled, queued, retrying or running",
+		Long: `Cancel jobs wherever they stand. Each job's record says cancelled from then on:
+a scheduled (delayed) job's schedule is removed and a queued or retrying job's
+message is removed, and it never runs (again) — also when a worker has it already;
+a running job's handler is cancelled at its worker's next heartbeat (a third of the
+ack wait), with a cause matching consumer.ErrCancelled, and it is neither committed
+nor retried. Cancelling a job cancelled already says so again. A finished (done or
+dead) or unknown job is not cancelled: the command says why and exits 1.`,
 		Example:           `  workq job cancel reminders remind-ann remind-bob`,
 		Args:              rangeArgs(2, math.MaxInt, "<queue> <id>..."),
 		ValidArgsFunction: a.completeQueues,
@@ -43,20 +45,16 @@ func (f *jobCancelFlags) validate() error { return nil }
 // run cancels each job and says what became of it.
 func (f *jobCancelFlags) run(ctx context.Context, a *app) error {
 	return a.withConn(ctx, "job cancel", func(ctx context.Context, c *conn) error {
-		if err := admin.Exists(ctx, c.js, f.queue); err != nil {
-			return err
-		}
-		p, err := producer.New(ctx, c.js, f.queue)
-		if err != nil {
+		if err := c.admin.Exists(ctx, f.queue); err != nil {
 			return err
 		}
 		failed := 0
 		for _, id := range f.ids {
-			rec, err := p.Cancel(ctx, id)
+			rec, err := c.admin.CancelJob(ctx, f.queue, id)
 			switch {
 			case err == nil:
-				fmt.Fprintf(a.stdout, "%s: cancelled (was due %s)\n", id, rec.ScheduledAt.Local().Format("2006-01-02T15:04:05Z07:00"))
-			case errors.Is(err, producer.ErrNotScheduled), errors.Is(err, producer.ErrNotFound), errors.Is(err, producer.ErrInvalidName):
+				fmt.Fprintf(a.stdout, "%s: cancelled%s\n", id, cancelledWhen(rec))
+			case errors.Is(err, admin.ErrFinished), errors.Is(err, admin.ErrNotFound), errors.Is(err, producer.ErrInvalidName):
 				failed++
 				fmt.Fprintf(a.stdout, "%s: not cancelled: %v\n", id, strip(err))
 			default:
@@ -68,4 +66,16 @@ func (f *jobCancelFlags) run(ctx context.Context, a *app) error {
 		}
 		return nil
 	})
+}
+
+// cancelledWhen says where a cancelled job stood: its due time if it was delayed, its
+// attempt if it had run.
+func cancelledWhen(rec *admin.Record) string {
+	switch {
+	case rec.Attempt > 0:
+		return fmt.Sprintf(" (after attempt %d)", rec.Attempt)
+	case !rec.ScheduledAt.IsZero():
+		return fmt.Sprintf(" (was due %s)", rec.ScheduledAt.Local().Format("2006-01-02T15:04:05Z07:00"))
+	}
+	return " (was queued)"
 }

@@ -6,15 +6,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/admin"
 )
 
 func (a *app) queueCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue",
-		Short: "List, inspect, purge and remove queues",
+		Short: "List, inspect, pause, resume, purge and remove queues",
 	}
-	cmd.AddCommand(a.queueLsCommand(), a.queueInfoCommand(), a.queuePurgeCommand(), a.queueRmCommand(), a.queueSetCommand())
+	cmd.AddCommand(a.queueLsCommand(), a.queueInfoCommand(), a.queuePauseCommand(), a.queueResumeCommand(),
+		a.queuePurgeCommand(), a.queueRmCommand(), a.queueSetCommand())
 	return cmd
 }
 
@@ -36,7 +37,8 @@ pull buffer); RETRYING failed and waiting out a retry backoff.
 RUNNING and RETRYING are both jobs the workers' consumer counts as delivered and
 not acknowledged. To tell them apart workq reads each such job and its record
 (two requests per job, up to ` + fmt.Sprint(admin.RetryingScanLimit) + ` per queue; beyond that RETRYING is a
-lower bound, shown with "≥").`,
+lower bound, shown with "≥"). STATE is "paused" while the queue is paused (workq
+queue pause), else "active".`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.execute(cmd.Context(), f)
@@ -51,7 +53,7 @@ func (f *queueLsFlags) validate() error { return nil }
 // run lists the queues with their counts of jobs.
 func (f *queueLsFlags) run(ctx context.Context, a *app) error {
 	return a.withConn(ctx, "queue ls", func(ctx context.Context, c *conn) error {
-		qs, err := admin.ListQueues(ctx, c.js)
+		qs, err := c.admin.Queues(ctx)
 		if err != nil {
 			return err
 		}
@@ -65,9 +67,9 @@ func (f *queueLsFlags) run(ctx context.Context, a *app) error {
 			fmt.Fprintln(a.stdout, "no queues")
 			return nil
 		}
-		t := newTable(a.stdout, "QUEUE", "JOBS", "PENDING", "RUNNING", "RETRYING", "REDELIVERED", "DEAD", "SCHEDULED", "SCHEDULES", "ACK WAIT", "OLDEST")
+		t := newTable(a.stdout, "QUEUE", "JOBS", "PENDING", "RUNNING", "RETRYING", "REDELIVERED", "DEAD", "SCHEDULED", "SCHEDULES", "ACK WAIT", "OLDEST", "STATE")
 		for _, q := range qs {
-			t.row(q.Name, q.Jobs, q.Pending, q.Running, retrying(q), q.Redelivered, q.Dead, q.Scheduled, q.Schedules, ackWait(q), ago(q.FirstJob))
+			t.row(q.Name, q.Jobs, q.Pending, q.Running, retrying(q), q.Redelivered, q.Dead, q.Scheduled, q.Schedules, ackWait(q), ago(q.FirstJob), queueState(q))
 		}
 		return t.flush()
 	})
@@ -100,7 +102,7 @@ func (f *queueInfoFlags) validate() error { return nil }
 // run shows the queue's counts and settings.
 func (f *queueInfoFlags) run(ctx context.Context, a *app) error {
 	return a.withConn(ctx, "queue info", func(ctx context.Context, c *conn) error {
-		q, err := admin.Info(ctx, c.js, f.queue)
+		q, err := c.admin.Queue(ctx, f.queue)
 		if err != nil {
 			return err
 		}
@@ -110,6 +112,7 @@ func (f *queueInfoFlags) run(ctx context.Context, a *app) error {
 		return writeFields(a.stdout, []field{
 			{"queue", q.Name},
 			{"stream", q.Stream},
+			{"state", queueState(*q)},
 			{"jobs (queued, running, retrying)", q.Jobs},
 			{"pending (not yet delivered)", q.Pending},
 			{"running (delivered, not acked)", q.Running},
@@ -138,6 +141,14 @@ func retrying(q admin.QueueInfo) string {
 	return fmt.Sprint(q.Retrying)
 }
 
+// queueState says whether the queue is paused.
+func queueState(q admin.QueueInfo) string {
+	if q.Paused {
+		return "paused"
+	}
+	return "active"
+}
+
 func ackWait(q admin.QueueInfo) string {
 	if !q.Workers {
 		return "- (no workers yet)"
@@ -152,7 +163,7 @@ func (a *app) completeQueues(cmd *cobra.Command, args []string, _ string) ([]str
 	}
 	var names []string
 	_ = a.withConn(cmd.Context(), "completion", func(ctx context.Context, c *conn) error {
-		qs, err := admin.ListQueues(ctx, c.js)
+		qs, err := c.admin.Queues(ctx)
 		for _, q := range qs {
 			names = append(names, q.Name)
 		}

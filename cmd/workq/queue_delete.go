@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/admin"
 )
 
 func (a *app) queuePurgeCommand() *cobra.Command {
@@ -20,8 +19,8 @@ func (a *app) queuePurgeCommand() *cobra.Command {
 // queuePurge is `workq queue purge`.
 func queuePurge() *confirmedFlags {
 	return &confirmedFlags{what: "queue purge", warning: "purging queue %s deletes its jobs",
-		remove: func(ctx context.Context, js jetstream.JetStream, q string) (string, error) {
-			n, err := admin.Purge(ctx, js, q)
+		remove: func(ctx context.Context, adm *admin.Admin, q string) (string, error) {
+			n, err := adm.PurgeQueue(ctx, q)
 			return fmt.Sprintf("purged %d job(s) from %s", n, q), err
 		}}
 }
@@ -37,7 +36,7 @@ func (a *app) queueRmCommand() *cobra.Command {
 // queueRm is `workq queue rm`.
 func queueRm() *confirmedFlags {
 	return &confirmedFlags{what: "queue rm", warning: "removing queue %s deletes its jobs, dead letters and records",
-		remove: func(ctx context.Context, js jetstream.JetStream, q string) (string, error) {
-			return "removed queue " + q, admin.Remove(ctx, js, q)
+		remove: func(ctx context.Context, adm *admin.Admin, q string) (string, error) {
+			return "removed queue " + q, adm.DeleteQueue(ctx, q)
 		}}
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/workq/workq/internal/admin"
 )
 
 // queueSetFlags is `workq queue set`: the queue and the settings to change.
@@ -63,7 +61,7 @@ func (f *queueSetFlags) validate() error {
 // with --force, warning).
 func (f *queueSetFlags) run(ctx context.Context, a *app) error {
 	return a.withConn(ctx, "queue set", func(ctx context.Context, c *conn) error {
-		q, err := admin.Info(ctx, c.js, f.queue)
+		q, err := c.admin.Queue(ctx, f.queue)
 		if err != nil {
 			return err
 		}
@@ -75,7 +73,7 @@ func (f *queueSetFlags) run(ctx context.Context, a *app) error {
 			fmt.Fprintf(a.stderr, "workq: warning: queue %s has workers pulling jobs (%d pull request(s)); they keep heartbeating for --ack-wait %s until restarted\n",
 				q.Name, q.Waiting, time.Duration(q.AckWait))
 		}
-		old, err := admin.SetAckWait(ctx, c.js, f.queue, f.ackWait)
+		old, err := c.admin.SetAckWait(ctx, f.queue, f.ackWait)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/admin"
 	"github.com/workq/workq/producer"
 )
 
@@ -23,8 +23,8 @@ queue's stream. Each firing is one job whose id is the schedule's name and the
 firing's time (nightly/20261124T020000Z), so a firing never runs twice.`,
 	}
 	cmd.AddCommand(a.scheduleAddCommand(), a.scheduleListCommand(), a.scheduleGetCommand(),
-		a.scheduleSetCommand("pause", "Stop a schedule from firing until resumed", (*producer.Producer).PauseSchedule),
-		a.scheduleSetCommand("resume", "Make a paused schedule fire again from now on", (*producer.Producer).ResumeSchedule),
+		a.scheduleSetCommand("pause", "Stop a schedule from firing until resumed", (*admin.Admin).PauseSchedule),
+		a.scheduleSetCommand("resume", "Make a paused schedule fire again from now on", (*admin.Admin).ResumeSchedule),
 		a.scheduleRemoveCommand())
 	return cmd
 }
@@ -144,8 +144,8 @@ func (a *app) scheduleListCommand() *cobra.Command {
 func (f *scheduleListFlags) validate() error { return nil }
 
 func (f *scheduleListFlags) run(ctx context.Context, a *app) error {
-	return withSchedules(ctx, a, "schedule ls", f.queue, func(ctx context.Context, p *producer.Producer) error {
-		list, err := p.Schedules(ctx)
+	return a.withConn(ctx, "schedule ls", func(ctx context.Context, c *conn) error {
+		list, err := c.admin.Schedules(ctx, f.queue)
 		if err != nil {
 			return err
 		}
@@ -193,8 +193,8 @@ func (a *app) scheduleGetCommand() *cobra.Command {
 func (f *scheduleGetFlags) validate() error { return nil }
 
 func (f *scheduleGetFlags) run(ctx context.Context, a *app) error {
-	return withSchedules(ctx, a, "schedule get", f.queue, func(ctx context.Context, p *producer.Producer) error {
-		s, err := p.GetSchedule(ctx, f.name)
+	return a.withConn(ctx, "schedule get", func(ctx context.Context, c *conn) error {
+		s, err := c.admin.Schedule(ctx, f.queue, f.name)
 		if err != nil {
 			return err
 		}
@@ -206,10 +206,10 @@ func (f *scheduleGetFlags) run(ctx context.Context, a *app) error {
 type scheduleSetFlags struct {
 	what        string
 	queue, name string
-	set         func(*producer.Producer, context.Context, string) (*producer.ScheduleInfo, error)
+	set         func(*admin.Admin, context.Context, string, string) (*admin.ScheduleInfo, error)
 }
 
-func (a *app) scheduleSetCommand(use, short string, set func(*producer.Producer, context.Context, string) (*producer.ScheduleInfo, error)) *cobra.Command {
+func (a *app) scheduleSetCommand(use, short string, set func(*admin.Admin, context.Context, string, string) (*admin.ScheduleInfo, error)) *cobra.Command {
 	f := &scheduleSetFlags{what: "schedule " + use, set: set}
 	return &cobra.Command{
 		Use:               use + " <queue> <name>",
@@ -226,8 +226,8 @@ func (a *app) scheduleSetCommand(use, short string, set func(*producer.Producer,
 func (f *scheduleSetFlags) validate() error { return nil }
 
 func (f *scheduleSetFlags) run(ctx context.Context, a *app) error {
-	return withSchedules(ctx, a, f.what, f.queue, func(ctx context.Context, p *producer.Producer) error {
-		s, err := f.set(p, ctx, f.name)
+	return a.withConn(ctx, f.what, func(ctx context.Context, c *conn) error {
+		s, err := f.set(c.admin, ctx, f.queue, f.name)
 		if err != nil {
 			return err
 		}
@@ -256,27 +256,12 @@ func (a *app) scheduleRemoveCommand() *cobra.Command {
 func (f *scheduleRemoveFlags) validate() error { return nil }
 
 func (f *scheduleRemoveFlags) run(ctx context.Context, a *app) error {
-	return withSchedules(ctx, a, "schedule rm", f.queue, func(ctx context.Context, p *producer.Producer) error {
-		if err := p.RemoveSchedule(ctx, f.name); err != nil {
+	return a.withConn(ctx, "schedule rm", func(ctx context.Context, c *conn) error {
+		if err := c.admin.RemoveSchedule(ctx, f.queue, f.name); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "schedule %s removed\n", f.name)
 		return nil
-	})
-}
-
-// withSchedules runs fn with a producer of an existing queue: looking at schedules
-// must not create a queue.
-func withSchedules(ctx context.Context, a *app, what, queue string, fn func(context.Context, *producer.Producer) error) error {
-	return a.withConn(ctx, what, func(ctx context.Context, c *conn) error {
-		if err := admin.Exists(ctx, c.js, queue); err != nil {
-			return err
-		}
-		p, err := producer.New(ctx, c.js, queue)
-		if err != nil {
-			return err
-		}
-		return fn(ctx, p)
 	})
 }
 

@@ -98,7 +98,7 @@ func TestEnqueueDelayedBadInput(t *testing.T) {
 	}
 }
 
-// job cancel cancels scheduled jobs and says why it cannot cancel others.
+// job cancel cancels scheduled and queued jobs and says why it cannot cancel others.
 func TestJobCancel(t *testing.T) {
 	t.Parallel()
 	q := "cancel-cli"
@@ -114,9 +114,12 @@ func TestJobCancel(t *testing.T) {
 		t.Errorf("second cancel said %q", out)
 	}
 	r := wq(t, "", "job", "cancel", q, "now-1", "nobody")
-	if r.code != 1 || !strings.Contains(r.stdout, "now-1: not cancelled") || !strings.Contains(r.stdout, "queued") ||
-		!strings.Contains(r.stdout, "nobody: not cancelled") || !strings.Contains(r.stderr, "2 of 2 jobs not cancelled") {
+	if r.code != 1 || !strings.Contains(r.stdout, "now-1: cancelled (was queued)") ||
+		!strings.Contains(r.stdout, "nobody: not cancelled: cancel job nobody on queue cancel-cli: job not found") || !strings.Contains(r.stderr, "1 of 2 jobs not cancelled") {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if q := getQueue(t, q); q.Jobs != 0 {
+		t.Errorf("the cancelled job's message is still in the queue: %+v", q)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/workq/workq/consumer"
-	"github.com/workq/workq/internal/admin"
 )
 
 // permanentExitDefault is the exit status by which a work command says "this job
@@ -228,7 +227,7 @@ func (f *workFlags) incompatible(ctx context.Context, a *app, c *conn, err error
 	q := f.queue
 	ictx, cancel := a.opCtx(ctx)
 	defer cancel()
-	if qi, ierr := admin.Info(ictx, c.js, q); ierr == nil && qi.Workers && time.Duration(qi.AckWait) != f.ackWait {
+	if qi, ierr := c.admin.Queue(ictx, q); ierr == nil && qi.Workers && time.Duration(qi.AckWait) != f.ackWait {
 		return fmt.Errorf("queue %s: its workers use --ack-wait %s, this worker asked for %s; every worker of a queue must use the same ack wait (to change it, stop the workers and run 'workq queue set %s --ack-wait %s')",
 			q, qi.AckWait, f.ackWait, q, f.ackWait)
 	}

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"github.com/workq/workq/consumer"
 	"testing"
 	"time"
+
+	"github.com/workq/workq/consumer"
 )
 
 // workWith is valid work flags (the defaults) changed by change.

@@ -33,6 +33,9 @@ const (
 	// HandedBack: the worker stopped and cut the run short; the job is put back, the
 	// attempt not counted.
 	HandedBack
+	// Cancelled: the job was cancelled; the run (if any) was stopped, nothing was
+	// committed, and the job will not run again.
+	Cancelled
 	// Unsettled: the outcome could not be written (a claim, a record write or a dead
 	// letter failed); the job is redelivered later. Err says why.
 	Unsettled

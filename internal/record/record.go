@@ -20,7 +20,8 @@ const (
 	// Scheduled: waiting for its time. Never stored: Status reports it for a delayed
 	// job, which has no record until it fires and a worker claims it.
 	Scheduled State = "scheduled"
-	// Cancelled: a scheduled job cancelled before a worker claimed it; it never runs.
+	// Cancelled: cancelled before it finished (Cancel); it does not run again, and
+	// nothing was committed.
 	Cancelled State = "cancelled"
 )
 

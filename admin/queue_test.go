@@ -1,10 +1,11 @@
 package admin_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
-	"github.com/workq/workq/internal/admin"
+	"github.com/workq/workq/admin"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
 )
@@ -31,7 +32,7 @@ func TestInfoCountsSchedulesApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := admin.Info(ctx, js, "mixed")
+	q, err := adm(t, js).Queue(ctx, "mixed")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +64,11 @@ func TestPurgeKeepsSchedules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n, err := admin.Purge(ctx, js, "purged")
+	n, err := adm(t, js).PurgeQueue(ctx, "purged")
 	if err != nil || n != 3 {
 		t.Fatalf("Purge = %d, %v; want 3 jobs", n, err)
 	}
-	q, err := admin.Info(ctx, js, "purged")
+	q, err := adm(t, js).Queue(ctx, "purged")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,5 +77,43 @@ func TestPurgeKeepsSchedules(t *testing.T) {
 	}
 	if _, err := p.GetSchedule(ctx, "nightly"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every call on a queue that does not exist is ErrNoQueue and creates nothing; a nil
+// context or an invalid name is refused, not a panic.
+func TestCallsOnAMissingQueue(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	a := adm(t, js)
+	ctx := testenv.Context(t, 20*time.Second)
+	calls := map[string]func() error{
+		"Queue":       func() error { _, err := a.Queue(ctx, "ghost"); return err },
+		"Job":         func() error { _, err := a.Job(ctx, "ghost", "x"); return err },
+		"CancelJob":   func() error { _, err := a.CancelJob(ctx, "ghost", "x"); return err },
+		"Schedules":   func() error { _, err := a.Schedules(ctx, "ghost"); return err },
+		"DeadLetters": func() error { _, err := a.DeadLetters(ctx, "ghost", 0, false); return err },
+		"PurgeQueue":  func() error { _, err := a.PurgeQueue(ctx, "ghost"); return err },
+		"PauseQueue":  func() error { return a.PauseQueue(ctx, "ghost") },
+		"DeleteQueue": func() error { return a.DeleteQueue(ctx, "ghost") },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, admin.ErrNoQueue) {
+			t.Errorf("%s: %v; want ErrNoQueue", name, err)
+		}
+	}
+	if qs, err := a.Queues(ctx); err != nil || len(qs) != 0 {
+		t.Errorf("Queues after calls on a missing queue: %v, %v", qs, err)
+	}
+	//lint:ignore SA1012 a nil context is what is tested
+	if _, err := a.Queue(nil, "ghost"); !errors.Is(err, producer.ErrInvalidOption) { //nolint:staticcheck
+		t.Errorf("nil context: %v", err)
+	}
+	if _, err := a.Queue(ctx, "no spaces"); !errors.Is(err, producer.ErrInvalidName) {
+		t.Errorf("invalid name: %v", err)
+	}
+	if _, err := admin.New(nil); !errors.Is(err, producer.ErrInvalidOption) {
+		t.Errorf("New(nil): %v", err)
 	}
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/workq/workq/internal/retry"
 )
 
-// ErrNoDeadLetter means no dead letter matches the selection.
-var ErrNoDeadLetter = errors.New("no such dead letter")
-
 // DeadLetter is one message of a queue's dead-letter stream.
 type DeadLetter struct {
 	Sequence uint64              `json:"sequence"` // in the dead-letter stream
@@ -58,18 +55,18 @@ func deadLetterOf(seq uint64, t time.Time, h nats.Header, data []byte, withBody 
 }
 
 // deadStream returns the queue's dead-letter stream; a queue without one has none.
-func deadStream(ctx context.Context, js jetstream.JetStream, name string) (queue.Names, jetstream.Stream, error) {
-	n, err := queue.NamesFor(name)
+func (a *Admin) deadStream(ctx context.Context, name string) (queue.Names, jetstream.Stream, error) {
+	n, err := names(ctx, name)
 	if err != nil {
 		return n, nil, err
 	}
-	if _, err := jobsStream(ctx, js, n); err != nil {
+	if _, err := a.jobsStream(ctx, n); err != nil {
 		return n, nil, err
 	}
 	var s jetstream.Stream
 	err = retry.Do(ctx, func(ctx context.Context) error {
 		var err error
-		s, err = js.Stream(ctx, n.DeadStream)
+		s, err = a.js.Stream(ctx, n.DeadStream)
 		return err
 	})
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -83,13 +80,13 @@ func deadStream(ctx context.Context, js jetstream.JetStream, name string) (queue
 
 // DeadLetters returns up to limit dead letters of the queue, oldest first (limit ≤ 0:
 // all), with payloads and headers if withBody.
-func DeadLetters(ctx context.Context, js jetstream.JetStream, name string, limit int, withBody bool) ([]DeadLetter, error) {
-	n, s, err := deadStream(ctx, js, name)
+func (a *Admin) DeadLetters(ctx context.Context, name string, limit int, withBody bool) ([]DeadLetter, error) {
+	n, s, err := a.deadStream(ctx, name)
 	if err != nil || s == nil {
 		return nil, err
 	}
 	var out []DeadLetter
-	err = scan(ctx, js, s, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
+	err = scan(ctx, a.js, s, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
 		out = append(out, deadLetterOf(md.Sequence.Stream, md.Timestamp, m.Headers(), m.Data(), withBody))
 		return limit <= 0 || len(out) < limit
 	})
@@ -186,7 +183,7 @@ type Requeued struct {
 	Sequence uint64 `json:"sequence"` // the job's new stream sequence
 }
 
-// Requeue puts the selected dead letters back on their queue as new instances of
+// RequeueDead puts the selected dead letters back on their queue as new instances of
 // their jobs, oldest first, and returns those it requeued. Each is published to
 // workq.<queue>.jobs.<id> with its payload and its original headers (without the
 // dead-letter ones) and the message id "<id>:requeue:<dead sequence>" — not a job id,
@@ -195,14 +192,14 @@ type Requeued struct {
 // duplicate window). Only once the server has stored it is the dead letter deleted:
 // an interrupted requeue loses nothing, and running it again completes it. progress,
 // if not nil, is called after each one. On error the requeued so far are returned.
-func Requeue(ctx context.Context, js jetstream.JetStream, name string, sel Selection, progress func(Requeued)) ([]Requeued, error) {
-	n, s, err := deadStream(ctx, js, name)
+func (a *Admin) RequeueDead(ctx context.Context, name string, sel Selection, progress func(Requeued)) ([]Requeued, error) {
+	n, s, err := a.deadStream(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	var todo []DeadLetter
 	if s != nil {
-		err = scan(ctx, js, s, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
+		err = scan(ctx, a.js, s, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
 			d := deadLetterOf(md.Sequence.Stream, md.Timestamp, m.Headers(), m.Data(), true)
 			if sel.match(d) {
 				todo = append(todo, d)
@@ -221,7 +218,7 @@ func Requeue(ctx context.Context, js jetstream.JetStream, name string, sel Selec
 	}
 	var done []Requeued
 	for _, d := range todo {
-		r, err := requeueOne(ctx, js, s, n, d)
+		r, err := requeueOne(ctx, a.js, s, n, d)
 		if err != nil {
 			return done, err
 		}
@@ -294,8 +291,8 @@ func isDeadHeader(k string) bool {
 }
 
 // PurgeDead deletes every dead letter of the queue and returns how many it deleted.
-func PurgeDead(ctx context.Context, js jetstream.JetStream, name string) (uint64, error) {
-	n, s, err := deadStream(ctx, js, name)
+func (a *Admin) PurgeDead(ctx context.Context, name string) (uint64, error) {
+	n, s, err := a.deadStream(ctx, name)
 	if err != nil || s == nil {
 		return 0, err
 	}

@@ -1,7 +1,3 @@
-// Package admin holds the operator's operations on workq queues that the public
-// packages do not offer: listing and inspecting queues, purging and removing them,
-// and browsing, requeuing and purging dead letters. It reads and writes the wire
-// format defined by internal/queue and never creates a queue as a side effect.
 package admin
 
 import (
@@ -14,12 +10,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/retry"
 )
-
-// ErrNoQueue means the queue's jobs stream does not exist.
-var ErrNoQueue = errors.New("no such queue")
 
 // QueueInfo is a queue's state as the server reports it.
 type QueueInfo struct {
@@ -39,6 +33,7 @@ type QueueInfo struct {
 	Dead            uint64    `json:"dead"`                       // dead letters
 	Records         uint64    `json:"records"`                    // job records in the bucket (live and markers)
 	Workers         bool      `json:"workers"`                    // the workers' consumer exists
+	Paused          bool      `json:"paused"`                     // PauseQueue: workers get no jobs until ResumeQueue
 	AckWait         Duration  `json:"ack_wait"`                   // the workers' AckWait, 0 without a consumer
 	Duplicates      Duration  `json:"duplicates"`                 // the dedup window for job ids
 	RecordTTL       Duration  `json:"record_ttl"`                 // how long job records live
@@ -48,42 +43,15 @@ type QueueInfo struct {
 	FirstJob        time.Time `json:"first_job,omitzero"` // when the oldest job was stored
 }
 
-// Names checks name and returns the queue's object names.
-func Names(name string) (queue.Names, error) { return queue.NamesFor(name) }
-
-// jobsStream returns the queue's jobs stream or ErrNoQueue.
-func jobsStream(ctx context.Context, js jetstream.JetStream, n queue.Names) (jetstream.Stream, error) {
-	var s jetstream.Stream
-	err := retry.Do(ctx, func(ctx context.Context) error {
-		var err error
-		s, err = js.Stream(ctx, n.Stream)
-		return err
-	})
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("queue %s not found (no stream %s): %w", n.Queue, n.Stream, ErrNoQueue)
+// Queues returns the info of every workq queue on the server, by name.
+func (a *Admin) Queues(ctx context.Context) ([]QueueInfo, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("admin: list queues: %w", option.Nil("context"))
 	}
-	if err != nil {
-		return nil, fmt.Errorf("queue %s: %w", n.Queue, err)
-	}
-	return s, nil
-}
-
-// Exists returns nil if the queue exists, an error wrapping ErrNoQueue if it does not.
-func Exists(ctx context.Context, js jetstream.JetStream, name string) error {
-	n, err := queue.NamesFor(name)
-	if err != nil {
-		return err
-	}
-	_, err = jobsStream(ctx, js, n)
-	return err
-}
-
-// ListQueues returns the info of every workq queue on the server, by name.
-func ListQueues(ctx context.Context, js jetstream.JetStream) ([]QueueInfo, error) {
 	var names []string
 	err := retry.Do(ctx, func(ctx context.Context) error {
 		names = names[:0]
-		l := js.ListStreams(ctx, jetstream.WithStreamListSubject("workq.*.jobs"))
+		l := a.js.ListStreams(ctx, jetstream.WithStreamListSubject("workq.*.jobs"))
 		for si := range l.Info() {
 			q, ok := strings.CutPrefix(si.Config.Name, "WORKQ_")
 			if !ok {
@@ -102,7 +70,7 @@ func ListQueues(ctx context.Context, js jetstream.JetStream) ([]QueueInfo, error
 	sort.Strings(names)
 	out := make([]QueueInfo, 0, len(names))
 	for _, q := range names {
-		info, err := Info(ctx, js, q)
+		info, err := a.Queue(ctx, q)
 		if errors.Is(err, ErrNoQueue) {
 			continue // removed meanwhile
 		}
@@ -123,13 +91,13 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// Info returns the state of queue name, or an error wrapping ErrNoQueue.
-func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo, error) {
-	n, err := queue.NamesFor(name)
+// Queue returns the state of queue name, or an error wrapping ErrNoQueue.
+func (a *Admin) Queue(ctx context.Context, name string) (*QueueInfo, error) {
+	n, err := names(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	s, err := jobsStream(ctx, js, n)
+	s, err := a.jobsStream(ctx, n)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +118,7 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 			return err
 		}
 		ci = c.CachedInfo()
-		qi.Workers, qi.AckWait = true, Duration(ci.Config.AckWait)
+		qi.Workers, qi.AckWait, qi.Paused = true, Duration(ci.Config.AckWait), ci.Paused
 		qi.Pending, qi.AckPending, qi.Redelivered, qi.Waiting = ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting
 		qi.Running, delivered = ci.NumAckPending, ci.Delivered.Stream
 		return nil
@@ -167,7 +135,7 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 		qi.Pending = census.Jobs
 	}
 	if qi.AckPending > 0 {
-		qi.Retrying, qi.RetryingPartial, err = countRetrying(ctx, js, s, n, si.State.FirstSeq, delivered)
+		qi.Retrying, qi.RetryingPartial, err = countRetrying(ctx, a.js, s, n, si.State.FirstSeq, delivered)
 		if err != nil {
 			return nil, fmt.Errorf("queue %s: count retrying jobs: %w", n.Queue, err)
 		}
@@ -175,7 +143,7 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 		qi.Running = qi.AckPending - qi.Retrying
 	}
 	err = retry.Do(ctx, func(ctx context.Context) error {
-		d, err := js.Stream(ctx, n.DeadStream)
+		d, err := a.js.Stream(ctx, n.DeadStream)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil
 		}
@@ -189,7 +157,7 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 		return nil, fmt.Errorf("queue %s: dead letters %s: %w", n.Queue, n.DeadStream, err)
 	}
 	err = retry.Do(ctx, func(ctx context.Context) error {
-		b, err := js.Stream(ctx, "KV_"+n.Bucket)
+		b, err := a.js.Stream(ctx, "KV_"+n.Bucket)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil
 		}
@@ -205,17 +173,17 @@ func Info(ctx context.Context, js jetstream.JetStream, name string) (*QueueInfo,
 	return qi, nil
 }
 
-// Purge removes every job waiting in the queue, delayed jobs included (not its
+// PurgeQueue removes every job waiting in the queue, delayed jobs included (not its
 // dead letters, its job records, nor its periodic schedules, which are the queue's
 // configuration), and returns how many were removed. Jobs running at the time are
 // removed from the stream too; their workers' commits still land in the job
 // records.
-func Purge(ctx context.Context, js jetstream.JetStream, name string) (uint64, error) {
-	n, err := queue.NamesFor(name)
+func (a *Admin) PurgeQueue(ctx context.Context, name string) (uint64, error) {
+	n, err := names(ctx, name)
 	if err != nil {
 		return 0, err
 	}
-	s, err := jobsStream(ctx, js, n)
+	s, err := a.jobsStream(ctx, n)
 	if err != nil {
 		return 0, err
 	}
@@ -240,19 +208,20 @@ func Purge(ctx context.Context, js jetstream.JetStream, name string) (uint64, er
 	return before - min(before, after), nil
 }
 
-// Remove deletes the queue: its jobs stream with its workers' consumer, its dead
+// DeleteQueue deletes the queue: its jobs stream with its workers' consumer, its dead
 // letters and its job records. Workers still running on it stop with an error.
-func Remove(ctx context.Context, js jetstream.JetStream, name string) error {
-	n, err := queue.NamesFor(name)
+func (a *Admin) DeleteQueue(ctx context.Context, name string) error {
+	n, err := names(ctx, name)
 	if err != nil {
 		return err
 	}
-	if _, err := jobsStream(ctx, js, n); err != nil {
+	if _, err := a.jobsStream(ctx, n); err != nil {
 		return err
 	}
+	defer a.forget(n.Queue)
 	for _, stream := range []string{n.Stream, n.DeadStream, "KV_" + n.Bucket} {
 		err := retry.Do(ctx, func(ctx context.Context) error {
-			err := js.DeleteStream(ctx, stream)
+			err := a.js.DeleteStream(ctx, stream)
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
 				return nil
 			}
@@ -265,21 +234,18 @@ func Remove(ctx context.Context, js jetstream.JetStream, name string) error {
 	return nil
 }
 
-// ErrNoWorkers means the queue has no workers' consumer yet: no worker has run.
-var ErrNoWorkers = errors.New("no workers' consumer")
-
 // SetAckWait changes the AckWait of the queue's workers' consumer in place: the
 // consumer keeps its delivery state (jobs delivered and not acknowledged stay
 // so, and time out after the new AckWait from their next heartbeat). It returns
 // the AckWait it replaced. Workers check the AckWait when they start: running ones
 // keep heartbeating at the pace of the old one, and a worker started later with
 // the old value is refused.
-func SetAckWait(ctx context.Context, js jetstream.JetStream, name string, d time.Duration) (time.Duration, error) {
-	n, err := queue.NamesFor(name)
+func (a *Admin) SetAckWait(ctx context.Context, name string, d time.Duration) (time.Duration, error) {
+	n, err := names(ctx, name)
 	if err != nil {
 		return 0, err
 	}
-	s, err := jobsStream(ctx, js, n)
+	s, err := a.jobsStream(ctx, n)
 	if err != nil {
 		return 0, err
 	}

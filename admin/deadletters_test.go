@@ -11,8 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/workq/workq/admin"
 	"github.com/workq/workq/consumer"
-	"github.com/workq/workq/internal/admin"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
 )
@@ -38,11 +38,11 @@ func TestRequeueRefusesTruncatedDeadLetter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	done, err := admin.Requeue(ctx, js, "cut", admin.Selection{IDs: []string{"partial"}}, nil)
+	done, err := adm(t, js).RequeueDead(ctx, "cut", admin.Selection{IDs: []string{"partial"}}, nil)
 	if err == nil || len(done) != 0 || !strings.Contains(err.Error(), "part of its payload") {
 		t.Fatalf("Requeue of a truncated dead letter: %v, %v; want refused", done, err)
 	}
-	done, err = admin.Requeue(ctx, js, "cut", admin.Selection{IDs: []string{"whole"}}, nil)
+	done, err = adm(t, js).RequeueDead(ctx, "cut", admin.Selection{IDs: []string{"whole"}}, nil)
 	if err != nil || len(done) != 1 {
 		t.Fatalf("Requeue of a whole dead letter: %v, %v", done, err)
 	}
@@ -84,7 +84,7 @@ func TestRequeueRunsDeadDelayedJob(t *testing.T) {
 		return r.State
 	}
 	testenv.Eventually(t, 10*time.Second, "the delayed job dead", func() bool { return state() == producer.StateDead })
-	if got, err := admin.Requeue(ctx, js, "later", admin.Selection{IDs: []string{"remind"}}, nil); err != nil || len(got) != 1 {
+	if got, err := adm(t, js).RequeueDead(ctx, "later", admin.Selection{IDs: []string{"remind"}}, nil); err != nil || len(got) != 1 {
 		t.Fatalf("Requeue = %+v, %v", got, err)
 	}
 	testenv.Eventually(t, 10*time.Second, "the requeued job done", func() bool { return state() == producer.StateDone })

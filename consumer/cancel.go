@@ -1,0 +1,79 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/workq/workq/internal/attempt"
+	"github.com/workq/workq/internal/record"
+)
+
+// ErrCancelled is the cause of a handler's context when its job was cancelled while
+// it ran (producer.Cancel, admin's CancelJob, workq job cancel): the cancel wrote the
+// job's record cancelled, and the worker saw it at its next heartbeat. The error
+// matches ErrStale too: like a superseded run, a cancelled one can commit nothing.
+// The worker drops the job: not committed, not retried, not dead-lettered.
+var ErrCancelled = errors.New("job cancelled")
+
+// cancelledError is the cause a cancelled run of j ends with.
+func cancelledError(j *Job) error {
+	return fmt.Errorf("job %s: %w (%w: it may not commit)", j.id, ErrCancelled, ErrStale)
+}
+
+// isCancelled reports whether rec says that j's message was cancelled. The record of
+// an earlier job with the same id does not count.
+func isCancelled(j *Job, rec *record.Record) bool {
+	return rec.State == record.Cancelled && rec.Sequence == j.md.Sequence.Stream
+}
+
+// lostCause is why j lost its claim: ErrCancelled if its record says it was cancelled,
+// else ErrStale. It reads the record, on this rare path only; a read that fails says
+// ErrStale, and the job is settled as reassigned.
+func (w *Worker) lostCause(ctx context.Context, j *Job) error {
+	rec, err := w.records.Get(ctx, j.id)
+	if err == nil && isCancelled(j, rec) {
+		return cancelledError(j)
+	}
+	return ErrStale
+}
+
+// lostClaim settles a fenced run whose claim was lost, as its cause (or the record,
+// when cause does not say) tells: a cancelled job is dropped, any other is left to
+// the delivery that took it over.
+func (w *Worker) lostClaim(j *Job, cause error, why string) {
+	if !errors.Is(cause, ErrCancelled) {
+		ctx, c := w.writeContext(context.Background())
+		cause = w.lostCause(ctx, j)
+		c()
+	}
+	if errors.Is(cause, ErrCancelled) {
+		w.dropCancelled(j, "stopped")
+		return
+	}
+	w.reassigned(j, why)
+}
+
+// dropCancelled ends a delivery of a cancelled job: it is terminated, so that the
+// server does not deliver it again (the cancel removed the message already, unless it
+// could not), and counted; how says whether a run was stopped or never started.
+func (w *Worker) dropCancelled(j *Job, how string) {
+	j.lease.stop()
+	w.stats.cancelled.Add(1)
+	j.metrics.cancelled.Inc()
+	w.log.Info(fmt.Sprintf("job %s was cancelled", j.id), "job", j.id, "attempt", j.attempt, "run", how)
+	w.report(j, attempt.Cancelled, cancelledError(j), 0)
+	if err := j.msg.Term(); err != nil {
+		w.log.Debug("terminate a cancelled job", "job", j.id, "err", err)
+	}
+}
+
+// checkCancelled is a running unfenced job's check beside each progress report: an
+// unfenced run holds no claim, so it reads the record only to see a cancel.
+func (w *Worker) checkCancelled(j *Job, cancel context.CancelCauseFunc) {
+	ctx, c := context.WithTimeout(context.Background(), max(w.cfg.heartbeat, (w.cfg.ackWait-w.cfg.heartbeat)/2))
+	defer c()
+	if rec, err := w.records.Get(ctx, j.id); err == nil && isCancelled(j, rec) {
+		cancel(cancelledError(j))
+	}
+}
