@@ -86,7 +86,7 @@ func (a *Admin) DeadLetters(ctx context.Context, name string, limit int, withBod
 		return nil, err
 	}
 	var out []DeadLetter
-	err = scan(ctx, a.js, s, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
+	err = queue.Scan(ctx, s, false, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
 		out = append(out, deadLetterOf(md.Sequence.Stream, md.Timestamp, m.Headers(), m.Data(), withBody))
 		return limit <= 0 || len(out) < limit
 	})
@@ -94,49 +94,6 @@ func (a *Admin) DeadLetters(ctx context.Context, name string, limit int, withBod
 		return nil, fmt.Errorf("queue %s: read dead letters: %w", n.Queue, err)
 	}
 	return out, nil
-}
-
-// scan reads the stream from its start with an ordered consumer, calling fn on every
-// message until fn returns false or the messages present at the start are read.
-func scan(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, fn func(jetstream.Msg, *jetstream.MsgMetadata) bool) error {
-	info, err := s.Info(ctx)
-	if err != nil {
-		return err
-	}
-	if info.State.Msgs == 0 {
-		return nil
-	}
-	last := info.State.LastSeq
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
-	if err != nil {
-		return err
-	}
-	for {
-		batch, err := c.Fetch(256, jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			return err
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			md, err := m.Metadata()
-			if err != nil {
-				return err
-			}
-			if md.Sequence.Stream > last || !fn(m, md) || md.NumPending == 0 || md.Sequence.Stream == last {
-				return nil
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return err
-		}
-		if got == 0 {
-			return nil // nothing more arrived within the wait
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
 }
 
 // Selection picks dead letters: every one, or those with one of the job ids or
@@ -199,7 +156,7 @@ func (a *Admin) RequeueDead(ctx context.Context, name string, sel Selection, pro
 	}
 	var todo []DeadLetter
 	if s != nil {
-		err = scan(ctx, a.js, s, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
+		err = queue.Scan(ctx, s, false, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
 			d := deadLetterOf(md.Sequence.Stream, md.Timestamp, m.Headers(), m.Data(), true)
 			if sel.match(d) {
 				todo = append(todo, d)

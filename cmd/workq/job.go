@@ -12,9 +12,9 @@ import (
 func (a *app) jobCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "job",
-		Short: "Look up and cancel jobs",
+		Short: "List, look up and cancel jobs",
 	}
-	cmd.AddCommand(a.jobGetCommand(), a.jobCancelCommand())
+	cmd.AddCommand(a.jobLsCommand(), a.jobGetCommand(), a.jobCancelCommand())
 	return cmd
 }
 

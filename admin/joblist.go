@@ -1,0 +1,27 @@
+package admin
+
+import (
+	"context"
+
+	"github.com/workq/workq/producer"
+)
+
+// JobQuery selects the jobs Jobs lists: by state and kind, a page at a time.
+type JobQuery = producer.JobQuery
+
+// JobPage is one page of Jobs: its jobs, newest first, and the cursor of the next.
+type JobPage = producer.JobPage
+
+// ListedJob is a listed job: its record and when it last changed.
+type ListedJob = producer.ListedJob
+
+// Jobs lists the jobs of queue name, newest first, a page at a time, filtered by
+// state and kind: to page on, pass the page's Next as the next query's Cursor. It is
+// producer.Jobs (which says what it reads), without creating the queue.
+func (a *Admin) Jobs(ctx context.Context, name string, q JobQuery) (*JobPage, error) {
+	p, err := a.producer(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return p.Jobs(ctx, q)
+}

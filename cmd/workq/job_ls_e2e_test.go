@@ -1,0 +1,42 @@
+package main_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// job ls lists a queue's jobs by state, a page at a time, and follows its own cursor
+// line; a bad --state is a usage error.
+func TestJobLs(t *testing.T) {
+	t.Parallel()
+	const q = "jobls"
+	ok(t, "a\nb\nc\n", "enqueue", q, "--kind", "mail")
+	ok(t, "", "enqueue", q, "x", "--id", "later", "--in", "1h")
+	out := ok(t, "", "job", "ls", q, "--state", "queued", "--limit", "2")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[1], "queued") || !strings.Contains(lines[1], "mail") {
+		t.Fatalf("first page:\n%s", out)
+	}
+	more, ok2 := strings.CutPrefix(lines[3], "more: workq ")
+	if !ok2 || !strings.Contains(more, "--state queued --limit 2") {
+		t.Fatalf("no cursor line:\n%s", out)
+	}
+	next := ok(t, "", strings.Fields(more)...)
+	if n := strings.Count(next, "queued"); n != 1 || strings.Contains(next, "more:") {
+		t.Errorf("second page: want the third queued job and no more:\n%s", next)
+	}
+	if out := ok(t, "", "job", "ls", q, "--state", "scheduled"); !strings.Contains(out, "later") || strings.Contains(out, "mail") {
+		t.Errorf("scheduled:\n%s", out)
+	}
+	var page struct {
+		Jobs []struct {
+			ID    string `json:"id"`
+			State string `json:"state"`
+		} `json:"jobs"`
+	}
+	okJSON(t, &page, "job", "ls", q, "--json")
+	if len(page.Jobs) != 4 {
+		t.Errorf("--json listed %+v; want 4 jobs", page.Jobs)
+	}
+	oneLine(t, wq(t, "", "job", "ls", q, "--state", "sleeping"), 2, "--state", "want scheduled")
+}
