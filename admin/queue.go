@@ -34,6 +34,7 @@ type QueueInfo struct {
 	Records         uint64    `json:"records"`                    // job records in the bucket (live and markers)
 	Workers         bool      `json:"workers"`                    // the workers' consumer exists
 	Paused          bool      `json:"paused"`                     // PauseQueue: workers get no jobs until ResumeQueue
+	Limits          Limits    `json:"limits,omitzero"`            // SetLimits: how many jobs may run at once and start per window
 	AckWait         Duration  `json:"ack_wait"`                   // the workers' AckWait, 0 without a consumer
 	Duplicates      Duration  `json:"duplicates"`                 // the dedup window for job ids
 	RecordTTL       Duration  `json:"record_ttl"`                 // how long job records live
@@ -102,8 +103,13 @@ func (a *Admin) Queue(ctx context.Context, name string) (*QueueInfo, error) {
 		return nil, err
 	}
 	si := s.CachedInfo()
+	limits, err := queue.LimitsOf(si.Config)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: %w", n.Queue, err)
+	}
 	qi := &QueueInfo{
-		Name: n.Queue, Stream: n.Stream, Bytes: si.State.Bytes,
+		Limits: limitsOf(limits),
+		Name:   n.Queue, Stream: n.Stream, Bytes: si.State.Bytes,
 		Duplicates: Duration(si.Config.Duplicates), Replicas: si.Config.Replicas, Storage: si.Config.Storage.String(),
 		Created: si.Created,
 	}
@@ -209,7 +215,7 @@ func (a *Admin) PurgeQueue(ctx context.Context, name string) (uint64, error) {
 }
 
 // DeleteQueue deletes the queue: its jobs stream with its workers' consumer, its dead
-// letters and its job records. Workers still running on it stop with an error.
+// letters, its job records and its limits' slots and rate limiter. Workers still running on it stop with an error.
 func (a *Admin) DeleteQueue(ctx context.Context, name string) error {
 	n, err := names(ctx, name)
 	if err != nil {
@@ -219,7 +225,7 @@ func (a *Admin) DeleteQueue(ctx context.Context, name string) error {
 		return err
 	}
 	defer a.forget(n.Queue)
-	for _, stream := range []string{n.Stream, n.DeadStream, "KV_" + n.Bucket} {
+	for _, stream := range []string{n.Stream, n.DeadStream, "KV_" + n.Bucket, "KV_" + n.LimitsBucket(), "WORKQ_LIMIT_" + n.RateLimiter()} {
 		err := retry.Do(ctx, func(ctx context.Context) error {
 			err := a.js.DeleteStream(ctx, stream)
 			if errors.Is(err, jetstream.ErrStreamNotFound) {

@@ -61,9 +61,11 @@ type Worker struct {
 	recheck  chan struct{}                     // asks the fetch loop to read the incarnation now
 	observe  attempt.Observer                  // told each run's outcome; from Run's context, usually nil (observe.go)
 
-	held      held           // deliveries held, by stream sequence (see twins.go)
-	finishing chan struct{}  // bounds background outcome writes
-	finishers sync.WaitGroup // background outcome writes in progress
+	limits    queueLimits     // the queue's limits (queue_limits.go)
+	gateCtx   context.Context // ends when Run stops pulling: waiting for a limit stops then
+	held      held            // deliveries held, by stream sequence (see twins.go)
+	finishing chan struct{}   // bounds background outcome writes
+	finishers sync.WaitGroup  // background outcome writes in progress
 }
 
 // New returns a worker for queue, creating the queue and its workers' consumer if
@@ -132,6 +134,10 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	}
 	w.consumer = c
 	w.setIncarnation(inc)
+	w.limits.w = w
+	if err := w.limits.refresh(ctx); err != nil {
+		return nil, fmt.Errorf("consumer: queue %s: read the queue's limits: %w", names.Queue, err)
+	}
 	return w, nil
 }
 
@@ -184,7 +190,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	p := w.newPuller()
 	slotCtx, stopSlots := context.WithCancel(ctx) // also ends if fetching fails for good
 	defer stopSlots()
+	w.gateCtx = slotCtx
 	var slots sync.WaitGroup
+	slots.Add(1)
+	go func() { defer slots.Done(); w.limits.watch(slotCtx) }()
 	for range w.cfg.concurrency {
 		slots.Add(1)
 		go func() {
@@ -271,6 +280,18 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 		w.reject(ctx, j, fmt.Errorf("%w: kind of %d bytes, longer than %d", ErrMalformed, n, queue.MaxKindLen))
 		return
 	}
+	release, err := w.limits.acquire(w.gateCtx, j)
+	if err != nil {
+		if w.gateCtx.Err() != nil {
+			w.handBack(l) // stopping while it waited for a limit
+			return
+		}
+		w.stats.errors.Add(1)
+		w.log.Warn("cannot take the queue's limits; the job will be redelivered", "job", j.id, "err", err)
+		j.nak(w.cfg.backoff(1))
+		return
+	}
+	defer release()
 	if w.cfg.unfenced {
 		w.processUnfenced(ctx, j)
 		return

@@ -55,6 +55,7 @@ func (p *Producer) Cancel(ctx context.Context, id string) (*Record, error) {
 // message. It reads again after a conflicting write (a worker claimed, failed or
 // committed the job meanwhile).
 func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error) {
+	recheck := true // a job that ran to its end between the record's read and the stream's has a record now
 	for range 8 {
 		prev, err := p.records.Get(ctx, id)
 		if err != nil && !errors.Is(err, record.ErrNotFound) {
@@ -79,6 +80,9 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 		switch {
 		case err != nil:
 			return nil, err
+		case c == nil && prev == nil && recheck:
+			recheck = false
+			continue
 		case c == nil && prev == nil:
 			return nil, ErrNotFound
 		case c == nil && prev.State == record.Cancelled:

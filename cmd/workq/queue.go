@@ -123,6 +123,7 @@ func (f *queueInfoFlags) run(ctx context.Context, a *app) error {
 			{"periodic schedules", q.Schedules},
 			{"job records", q.Records},
 			{"oldest job", ago(q.FirstJob)},
+			{"limits", describeLimits(q.Limits)},
 			{"workers' ack wait", ackWait(*q)},
 			{"workers waiting", q.Waiting},
 			{"dedup window", q.Duplicates.String()},

@@ -1,0 +1,228 @@
+package admin_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workq/workq/admin"
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/producer"
+	"github.com/workq/workq/testenv"
+)
+
+// gauge tracks how many handlers run at once, overall ("") and by kind (jobs must
+// have one), and the most.
+type gauge struct {
+	mu     sync.Mutex
+	now    map[string]int // by kind; "" is the total
+	most   map[string]int
+	starts []time.Time
+	done   int
+	hold   time.Duration
+}
+
+func newGauge(hold time.Duration) *gauge {
+	return &gauge{now: map[string]int{}, most: map[string]int{}, hold: hold}
+}
+
+func (g *gauge) handler(ctx context.Context, j *consumer.Job) error {
+	g.mu.Lock()
+	g.starts = append(g.starts, time.Now())
+	for _, k := range []string{"", j.Kind()} {
+		g.now[k]++
+		g.most[k] = max(g.most[k], g.now[k])
+	}
+	g.mu.Unlock()
+	time.Sleep(g.hold)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.now[""]--
+	g.now[j.Kind()]--
+	g.done++
+	return nil
+}
+
+func (g *gauge) reset() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.most, g.starts, g.done = map[string]int{}, nil, 0
+}
+
+func (g *gauge) read() (most map[string]int, starts []time.Time, done int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return maps(g.most), append([]time.Time(nil), g.starts...), g.done
+}
+
+func maps(m map[string]int) map[string]int {
+	c := map[string]int{}
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// Limits set on a queue hold across three workers on their own connections: never
+// more than MaxRunning jobs at once, and as many as that when handlers are slow; a
+// kind's limit beside it; a rate of starts per window; and they survive a restart.
+func TestQueueLimitsAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	a := adm(t, js)
+	ctx := testenv.Context(t, 120*time.Second)
+	const q = "limited"
+	p, err := producer.New(ctx, js, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetLimits(ctx, q, admin.Limits{MaxRunning: -1}); !errors.Is(err, producer.ErrInvalidOption) {
+		t.Fatalf("negative MaxRunning: %v", err)
+	}
+	if _, err := a.SetLimits(ctx, q, admin.Limits{Rate: 5, RateWindow: admin.Duration(100 * time.Millisecond)}); !errors.Is(err, producer.ErrInvalidOption) {
+		t.Fatalf("a 100ms rate window: %v", err)
+	}
+	if _, err := a.SetLimits(ctx, q, admin.Limits{MaxRunning: 4}); err != nil {
+		t.Fatal(err)
+	}
+
+	g := newGauge(300 * time.Millisecond)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for i := range 3 {
+		w, err := consumer.New(ctx, env.JetStream(t), q, consumer.HandlerFunc(g.handler),
+			consumer.Concurrency(8), consumer.Name(fmt.Sprint("w", i)), consumer.Logger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = w.Run(wctx); close(done) }()
+		t.Cleanup(func() { stop(); <-done })
+	}
+	enqueue := func(n int, kind string) {
+		t.Helper()
+		for range n {
+			if _, err := p.Enqueue(ctx, []byte("x"), producer.Kind(kind)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitDone := func(n int) time.Duration {
+		t.Helper()
+		start := time.Now()
+		testenv.Eventually(t, 60*time.Second, fmt.Sprint(n, " jobs done"), func() bool { _, _, d := g.read(); return d == n })
+		return time.Since(start)
+	}
+
+	// MaxRunning 4 for 24 workers' handlers: 4 at a time, and 4 reached.
+	enqueue(40, "mail")
+	took := waitDone(40)
+	most, _, _ := g.read()
+	if most[""] != 4 {
+		t.Errorf("most jobs running at once: %d, want 4 (the limit, reached: the handlers are slow)", most[""])
+	}
+	// 40 jobs of 300 ms, 4 at a time: 3 s; 24 at a time would be 0.6 s.
+	t.Logf("40 jobs of 300 ms under max running 4: %s (3 s at exactly 4)", took.Round(time.Millisecond))
+	if took < 2500*time.Millisecond {
+		t.Errorf("40 jobs took %s: faster than 4 at a time allows", took)
+	}
+
+	// A kind's limit beside the queue's.
+	if _, err := a.SetLimits(ctx, q, admin.Limits{MaxRunning: 4, MaxRunningByKind: map[string]int{"sms": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the workers read the limits every 2 s
+	g.reset()
+	enqueue(6, "sms")
+	enqueue(12, "mail")
+	waitDone(18)
+	if most, _, _ := g.read(); most["sms"] != 1 || most[""] > 4 {
+		t.Errorf("most running: %v; want sms 1, all at most 4", most)
+	}
+
+	// A rate: 10 starts per second, handlers fast.
+	if _, err := a.SetLimits(ctx, q, admin.Limits{Rate: 10, RateWindow: admin.Duration(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	g.reset()
+	g.mu.Lock()
+	g.hold = 0
+	g.mu.Unlock()
+	enqueue(35, "mail")
+	took = waitDone(35)
+	_, starts, _ := g.read()
+	for i := range starts {
+		in := 0
+		for _, s := range starts[i:] {
+			if s.Sub(starts[i]) < 900*time.Millisecond { // a margin for the clocks of workers and server
+				in++
+			}
+		}
+		if in > 10 {
+			t.Errorf("%d starts within 900 ms of start %d; the rate is 10 per second", in, i)
+			break
+		}
+	}
+	t.Logf("35 fast jobs at 10 per second: %s", took.Round(time.Millisecond))
+	if took < 2*time.Second {
+		t.Errorf("35 jobs at 10 per second took %s", took)
+	}
+
+	env.Restart(t)
+	testenv.Eventually(t, 20*time.Second, "the limits read after a restart", func() bool {
+		qi, err := a.Queue(ctx, q)
+		return err == nil && qi.Limits.Rate == 10 && time.Duration(qi.Limits.RateWindow) == time.Second
+	})
+	old, err := a.SetLimits(ctx, q, admin.Limits{})
+	if err != nil || old.Rate != 10 {
+		t.Fatalf("SetLimits(none) = %+v, %v", old, err)
+	}
+	if qi, err := a.Queue(ctx, q); err != nil || !qi.Limits.IsZero() {
+		t.Fatalf("limits after removing them: %+v, %v", qi, err)
+	}
+}
+
+// Jobs waiting for a slot longer than AckWait stay with their worker (heartbeats keep
+// them) and are not redelivered: each runs once.
+func TestWaitingForASlotKeepsTheJob(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	a := adm(t, js)
+	ctx := testenv.Context(t, 60*time.Second)
+	const q = "slow-slot"
+	p, err := producer.New(ctx, js, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetLimits(ctx, q, admin.Limits{MaxRunning: 1}); err != nil {
+		t.Fatal(err)
+	}
+	g := newGauge(1200 * time.Millisecond)
+	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(g.handler), consumer.Concurrency(4),
+		consumer.AckWait(time.Second), consumer.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = w.Run(wctx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+	for range 3 {
+		if _, err := p.Enqueue(ctx, []byte("x"), producer.Kind("slow")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 30*time.Second, "3 jobs committed", func() bool { return w.Stats().Committed == 3 })
+	most, starts, _ := g.read()
+	if s := w.Stats(); s.Redelivered != 0 || s.Started != 3 || len(starts) != 3 || most[""] != 1 {
+		t.Errorf("stats %+v, %d starts, most running %d: want 3 runs one at a time, nothing redelivered", s, len(starts), most[""])
+	}
+}
