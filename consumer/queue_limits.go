@@ -11,6 +11,9 @@ import (
 	"github.com/workq/workq/kvlock"
 )
 
+// errBadLimits: the queue's stored limits cannot be read (written by another tool).
+var errBadLimits = errors.New("unreadable limits")
+
 // limitsRefresh is how often a running worker reads the queue's limits again, so
 // that a change (admin.SetLimits, workq queue set) reaches every worker within it.
 const limitsRefresh = 2 * time.Second
@@ -42,7 +45,7 @@ func (q *queueLimits) refresh(ctx context.Context) error {
 	}
 	l, err := queue.LimitsOf(info.Config)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errBadLimits, err)
 	}
 	q.mu.Lock()
 	same := l.Equal(q.cur)
@@ -106,10 +109,13 @@ func (q *queueLimits) watch(ctx context.Context) {
 		err := q.refresh(rctx)
 		cancel()
 		switch {
-		case err != nil && !failing && ctx.Err() == nil:
+		case errors.Is(err, errBadLimits) && !failing:
 			q.w.log.Warn("cannot read the queue's limits; keeping the ones read before", "err", err)
 			failing = true
-		case err == nil:
+		case err != nil:
+			// The server is out of reach: the worker says so in its own ways.
+			q.w.log.Debug("read the queue's limits", "err", err)
+		default:
 			failing = false
 		}
 	}

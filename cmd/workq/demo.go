@@ -39,7 +39,8 @@ and run several workers, while things go wrong on purpose:
   - a flaky job fails twice, then succeeds on retry;
   - a poison job fails every attempt and lands in dead letters;
   - a job delayed by 2s starts on time, and a schedule firing every second
-    enqueues a job per firing, fired by the server itself.
+    enqueues a job per firing, fired by the server itself;
+  - a job enqueued by mistake is cancelled while it waits, and never runs.
 
 Ends with a summary (each job committed exactly once, or dead) and removes the
 server's data. Exits non-zero if any guarantee did not hold.`,
@@ -97,6 +98,7 @@ type demo struct {
 	producer     *producer.Producer
 	delayedDue   time.Time
 	delayedRan   atomic.Bool
+	cancelledRan atomic.Bool   // the cancelled job ran: a guarantee broken
 	ticks        atomic.Int64  // firings of the heartbeat schedule that started
 	scheduleDone chan struct{} // closed once the schedule is removed
 }

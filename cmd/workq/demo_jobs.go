@@ -32,6 +32,8 @@ func (d *demo) enqueue(ctx context.Context, js jetstream.JetStream) error {
 		}
 		jobs = append(jobs, producer.Job{ID: fmt.Sprintf("job-%05d", i), Kind: "ok", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
 	}
+	// A job enqueued by mistake, cancelled below while it waits: it never runs.
+	jobs = append(jobs, producer.Job{ID: demoCancelled, Kind: "ok", Payload: []byte(`{"oops":true}`)})
 	bar := newProgress(d.a.stderr, int64(len(jobs)), "enqueue")
 	const chunk = 250
 	for i := 0; i < len(jobs); i += chunk {
@@ -48,8 +50,16 @@ func (d *demo) enqueue(ctx context.Context, js jetstream.JetStream) error {
 		bar.add(len(res))
 	}
 	bar.finish()
+	rec, err := p.Cancel(ctx, demoCancelled)
+	if err != nil {
+		return err
+	}
+	d.out.event("✗", "%s cancelled while it waited (record: %s): it never runs", demoCancelled, rec.State)
 	return d.enqueueTimed(ctx, p)
 }
+
+// demoCancelled is the id of the job the demo cancels.
+const demoCancelled = "oops-1"
 
 // enqueueTimed enqueues a job delayed by 2 s and a schedule firing every second:
 // the server keeps both and fires them itself.
@@ -108,6 +118,9 @@ func (d *demo) handle(worker string) consumer.HandlerFunc {
 			d.out.event("↻", "%s redelivered to %s (attempt %d) after w-kill died holding it", j.ID(), worker, j.Attempt())
 		}
 		d.timed(ctx, j, worker)
+		if j.ID() == demoCancelled {
+			d.cancelledRan.Store(true)
+		}
 		switch j.Kind() {
 		case "flaky":
 			if j.Attempt() <= 2 {

@@ -54,6 +54,7 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 	t.row("reassigned", s.Reassigned, "late commits refused")
 	t.row("redelivered", s.Redelivered, "deliveries after a stall, a death or a retry")
 	t.row("dead", s.Dead, fmt.Sprintf("in dead letters (%d)", qi.Dead))
+	t.row("cancelled", 1, demoCancelled+", while it waited: never ran")
 	t.row("throughput", fmt.Sprintf("%.0f jobs/s", float64(d.f.jobs)/procTook.Seconds()), "first delivery to last commit, waits for AckWait included")
 	t.row("wall time", wall.Round(10*time.Millisecond), "server start to summary")
 	_ = t.flush()
@@ -70,6 +71,12 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 	}
 	if s.Dead != 1 || qi.Dead != 1 {
 		problems = append(problems, fmt.Sprintf("%d dead (%d dead letters), want 1", s.Dead, qi.Dead))
+	}
+	if d.cancelledRan.Load() {
+		problems = append(problems, demoCancelled+" ran although it was cancelled")
+	}
+	if rec, err := p.Status(octx, demoCancelled); err != nil || rec.State != producer.StateCancelled {
+		problems = append(problems, fmt.Sprintf("%s: record %v, %v; want cancelled", demoCancelled, rec, err))
 	}
 	if qi.Jobs != 0 {
 		problems = append(problems, fmt.Sprintf("%d jobs left in the queue", qi.Jobs))
