@@ -196,3 +196,169 @@ func ExampleAdmin_RequeueDead() {
 	// mail-7 permanent: mailbox does not exist
 	// requeued 1 mail-7
 }
+
+// Find jobs by state, a page at a time.
+func ExampleAdmin_Jobs() {
+	js, done := connect()
+	defer done()
+	ctx := context.Background()
+	p, err := producer.New(ctx, js, "emails")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, id := range []string{"mail-1", "mail-2", "mail-3"} {
+		if _, err := p.Enqueue(ctx, []byte("hi"), producer.ID(id), producer.Kind("send_email")); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	a, err := admin.New(js)
+	if err != nil {
+		log.Fatal(err)
+	}
+	q := admin.JobQuery{State: producer.StateQueued, Kind: "send_email", Limit: 2}
+	for {
+		page, err := a.Jobs(ctx, "emails", q)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, j := range page.Jobs {
+			fmt.Println(j.ID, j.State)
+		}
+		if page.Next == "" {
+			break
+		}
+		q.Cursor = page.Next
+	}
+	// Output:
+	// mail-3 queued
+	// mail-2 queued
+	// mail-1 queued
+}
+
+// Limit a queue across all its workers: 5 jobs at once, 2 of them SMS, 100 starts a
+// second. Running workers obey within 2 s.
+func ExampleAdmin_SetLimits() {
+	js, done := connect()
+	defer done()
+	ctx := context.Background()
+	if _, err := producer.New(ctx, js, "notifications"); err != nil {
+		log.Fatal(err)
+	}
+
+	a, err := admin.New(js)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = a.SetLimits(ctx, "notifications", admin.Limits{
+		MaxRunning:       5,
+		MaxRunningByKind: map[string]int{"send_sms": 2},
+		Rate:             100,
+		RateWindow:       admin.Duration(time.Second),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	qi, err := a.Queue(ctx, "notifications")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(qi.Limits.MaxRunning, qi.Limits.MaxRunningByKind["send_sms"], qi.Limits.Rate, qi.Limits.RateWindow)
+	// Output: 5 2 100 1s
+}
+
+// Look at a queue's periodic schedules, pause one and remove another.
+func ExampleAdmin_Schedules() {
+	js, done := connect()
+	defer done()
+	ctx := context.Background()
+	p, err := producer.New(ctx, js, "reports")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, name := range []string{"daily", "hourly"} {
+		if _, err := p.Schedule(ctx, name, "@"+name, nil); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	a, err := admin.New(js)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := a.PauseSchedule(ctx, "reports", "hourly"); err != nil {
+		log.Fatal(err)
+	}
+	if err := a.RemoveSchedule(ctx, "reports", "daily"); err != nil {
+		log.Fatal(err)
+	}
+	ss, err := a.Schedules(ctx, "reports")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range ss {
+		fmt.Println(s.Name, s.Spec, s.Paused)
+	}
+	// Output: hourly @hourly true
+}
+
+// Empty a queue of its waiting jobs, then delete it.
+func ExampleAdmin_PurgeQueue() {
+	js, done := connect()
+	defer done()
+	ctx := context.Background()
+	p, err := producer.New(ctx, js, "scratch")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 3 {
+		if _, err := p.Enqueue(ctx, []byte("x")); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	a, err := admin.New(js)
+	if err != nil {
+		log.Fatal(err)
+	}
+	n, err := a.PurgeQueue(ctx, "scratch")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("purged", n)
+	if err := a.DeleteQueue(ctx, "scratch"); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(errors.Is(a.Exists(ctx, "scratch"), admin.ErrNoQueue))
+	// Output:
+	// purged 3
+	// true
+}
+
+// Change the workers' AckWait in place (stop the workers first, start them with the
+// new value).
+func ExampleAdmin_SetAckWait() {
+	js, done := connect()
+	defer done()
+	ctx := context.Background()
+	// A worker's New creates the workers' consumer, with its AckWait.
+	if _, err := consumer.New(ctx, js, "emails", consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }),
+		consumer.AckWait(30*time.Second)); err != nil {
+		log.Fatal(err)
+	}
+
+	a, err := admin.New(js)
+	if err != nil {
+		log.Fatal(err)
+	}
+	old, err := a.SetAckWait(ctx, "emails", time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	qi, err := a.Queue(ctx, "emails")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(old, "→", qi.AckWait)
+	// Output: 30s → 1m0s
+}
