@@ -142,7 +142,7 @@ type Requeued struct {
 
 // RequeueDead puts the selected dead letters back on their queue as new instances of
 // their jobs, oldest first, and returns those it requeued. Each is published to
-// workq.<queue>.jobs.<id> with its payload and its original headers (without the
+// workq.<queue>.jobs.<id> (or its priority level's subject) with its payload and its original headers (without the
 // dead-letter ones) and the message id "<id>:requeue:<dead sequence>" — not a job id,
 // so the worker takes the id from the subject, while the server's dedup makes a
 // repeated requeue of the same dead letter store it once (within the queue's
@@ -189,9 +189,13 @@ func (a *Admin) RequeueDead(ctx context.Context, name string, sel Selection, pro
 
 func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n queue.Names, d DeadLetter) (Requeued, error) {
 	id := d.JobID
+	level, subjectID, ok := n.JobLevel(d.Subject)
+	if !ok {
+		level = queue.PriorityNormal
+	}
 	if queue.CheckID(id) != nil {
 		// A dead letter from another tool: fall back on the original subject's id.
-		id, _ = strings.CutPrefix(d.Subject, n.JobsPrefix)
+		id = subjectID
 		if queue.CheckID(id) != nil {
 			return Requeued{}, fmt.Errorf("queue %s: dead letter #%d has no usable job id (%q)", n.Queue, d.Sequence, d.JobID)
 		}
@@ -213,7 +217,7 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	// a copy with the firing's due time for a second copy of it, and drop it.
 	h.Del(queue.HeaderScheduledAt)
 	h.Set(queue.HeaderID, fmt.Sprintf("%s:requeue:%d", id, d.Sequence))
-	msg := &nats.Msg{Subject: n.JobSubject(id), Data: d.Payload, Header: h}
+	msg := &nats.Msg{Subject: n.LevelJobSubject(level, id), Data: d.Payload, Header: h} // at its priority level
 	var ack *jetstream.PubAck
 	err := retry.Do(ctx, func(ctx context.Context) error {
 		var err error

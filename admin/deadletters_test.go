@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,7 +50,8 @@ func TestRequeueRefusesTruncatedDeadLetter(t *testing.T) {
 }
 
 // A delayed job that died is requeued as a new run: it runs again, though its
-// record (dead) carries the same due time as its first firing did.
+// record (dead) carries the same due time as its first firing did, and at its
+// priority level.
 func TestRequeueRunsDeadDelayedJob(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
@@ -60,7 +62,9 @@ func TestRequeueRunsDeadDelayedJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
+	var levels sync.Map
 	w, err := consumer.New(ctx, js, "later", consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		levels.Store(runs.Load()+1, j.Priority())
 		if runs.Add(1) == 1 {
 			return consumer.Permanent(errors.New("first run fails for good"))
 		}
@@ -73,7 +77,7 @@ func TestRequeueRunsDeadDelayedJob(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	defer func() { stop(); <-done }()
-	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("remind"), producer.After(200*time.Millisecond)); err != nil {
+	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("remind"), producer.After(200*time.Millisecond), producer.Priority(producer.PriorityHigh)); err != nil {
 		t.Fatal(err)
 	}
 	state := func() producer.State {
@@ -90,5 +94,10 @@ func TestRequeueRunsDeadDelayedJob(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "the requeued job done", func() bool { return state() == producer.StateDone })
 	if n := runs.Load(); n != 2 {
 		t.Fatalf("ran %d times, want 2", n)
+	}
+	for run := int32(1); run <= 2; run++ {
+		if l, _ := levels.Load(run); l != producer.PriorityHigh {
+			t.Errorf("run %d at priority %v, want %d", run, l, producer.PriorityHigh)
+		}
 	}
 }

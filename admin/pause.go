@@ -2,12 +2,8 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/retry"
@@ -49,7 +45,12 @@ func (a *Admin) setPause(ctx context.Context, name, what string, until time.Time
 	if err != nil {
 		return err
 	}
-	consumers, err := workerConsumers(ctx, s, n)
+	var ws queue.WorkersState
+	err = retry.Do(ctx, func(ctx context.Context) error {
+		ws, err = queue.ReadWorkers(ctx, s, n)
+		return err
+	})
+	consumers := ws.Consumers
 	if err != nil {
 		return fmt.Errorf("%s queue %s: %w", what, n.Queue, err)
 	}
@@ -69,25 +70,4 @@ func (a *Admin) setPause(ctx context.Context, name, what string, until time.Time
 		}
 	}
 	return nil
-}
-
-// workerConsumers returns the info of the queue's workers' consumers: the one every
-// worker shares, and those named after it with a suffix.
-func workerConsumers(ctx context.Context, s jetstream.Stream, n queue.Names) ([]*jetstream.ConsumerInfo, error) {
-	var out []*jetstream.ConsumerInfo
-	err := retry.Do(ctx, func(ctx context.Context) error {
-		out = out[:0]
-		l := s.ListConsumers(ctx)
-		for ci := range l.Info() {
-			if ci.Name == n.Consumer || strings.HasPrefix(ci.Name, n.Consumer+"-") {
-				out = append(out, ci)
-			}
-		}
-		err := l.Err()
-		if errors.Is(err, jetstream.ErrEndOfData) {
-			return nil
-		}
-		return err
-	})
-	return out, err
 }

@@ -89,6 +89,9 @@ func TestPauseQueue(t *testing.T) {
 	if _, err := p.Enqueue(ctx, []byte("delayed"), producer.After(time.Second)); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := p.Enqueue(ctx, []byte("urgent"), producer.Priority(producer.PriorityUrgent)); err != nil {
+		t.Fatal(err) // every priority level's consumer is paused
+	}
 	// Longer than the workers' pull requests last (they expire before AckWait) and
 	// than the delayed job's time.
 	time.Sleep(4 * time.Second)
@@ -96,8 +99,8 @@ func TestPauseQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !info.Paused || info.Jobs != 6 || info.Scheduled != 0 || ran.Load() != 1 {
-		t.Fatalf("paused queue: %+v, %d runs; want paused, 6 jobs waiting (the delayed one fired), 1 run", info, ran.Load())
+	if !info.Paused || info.Jobs != 7 || info.Pending != 7 || info.Scheduled != 0 || ran.Load() != 1 {
+		t.Fatalf("paused queue: %+v, %d runs; want paused, 7 jobs waiting (the delayed one fired, the urgent one too), 1 run", info, ran.Load())
 	}
 	if msgs := logs.list(); len(msgs) > 0 {
 		t.Errorf("the idle worker logged %q", msgs)
@@ -117,8 +120,8 @@ func TestPauseQueue(t *testing.T) {
 	if err := a.ResumeQueue(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "every waiting job run", func() bool { return ran.Load() == 7 })
-	t.Logf("resume: every waiting job ran %s after it", time.Since(at).Round(time.Millisecond))
+	testenv.Eventually(t, 10*time.Second, "every waiting job run", func() bool { return ran.Load() == 8 })
+	t.Logf("resume: the 7 waiting jobs ran %s after it", time.Since(at).Round(time.Millisecond))
 	if time.Since(at) > 2*time.Second {
 		t.Errorf("the jobs ran %s after the resume; the workers' waiting pull requests should get them at once", time.Since(at))
 	}

@@ -113,35 +113,30 @@ func (a *Admin) Queue(ctx context.Context, name string) (*QueueInfo, error) {
 		Duplicates: Duration(si.Config.Duplicates), Replicas: si.Config.Replicas, Storage: si.Config.Storage.String(),
 		Created: si.Created,
 	}
-	var ci *jetstream.ConsumerInfo
-	var delivered uint64 // the consumer's last delivered stream sequence
+	var ws queue.WorkersState
 	err = retry.Do(ctx, func(ctx context.Context) error {
-		c, err := s.Consumer(ctx, n.Consumer)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		ci = c.CachedInfo()
-		qi.Workers, qi.AckWait, qi.Paused = true, Duration(ci.Config.AckWait), ci.Paused
-		qi.Pending, qi.AckPending, qi.Redelivered, qi.Waiting = ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting
-		qi.Running, delivered = ci.NumAckPending, ci.Delivered.Stream
-		return nil
+		ws, err = queue.ReadWorkers(ctx, s, n)
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("queue %s: consumer %s: %w", n.Queue, n.Consumer, err)
+		return nil, fmt.Errorf("queue %s: workers' consumers: %w", n.Queue, err)
 	}
-	census, err := queue.TakeCensus(ctx, s, n, si, ci)
+	if ci := ws.Normal(n); ci != nil {
+		qi.Workers, qi.AckWait = true, Duration(ci.Config.AckWait)
+	}
+	qi.Paused = ws.Paused
+	qi.Pending, qi.AckPending, qi.Redelivered, qi.Waiting = ws.Pending, ws.AckPending, ws.Redelivered, ws.Waiting
+	qi.Running = ws.AckPending
+	census, err := queue.TakeCensus(ctx, s, n, si, ws)
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: count jobs and schedules: %w", n.Queue, err)
 	}
 	qi.Jobs, qi.Scheduled, qi.Schedules, qi.FirstJob = census.Jobs, census.Scheduled, census.Schedules, census.Oldest
-	if ci == nil {
-		qi.Pending = census.Jobs
+	if len(ws.Consumers) < len(queue.Levels) {
+		qi.Pending = census.Jobs - min(census.Jobs, uint64(ws.AckPending)) // the levels without a consumer: all pending
 	}
 	if qi.AckPending > 0 {
-		qi.Retrying, qi.RetryingPartial, err = countRetrying(ctx, a.js, s, n, si.State.FirstSeq, delivered)
+		qi.Retrying, qi.RetryingPartial, err = countRetrying(ctx, a.js, s, n, si.State.FirstSeq, ws.Delivered)
 		if err != nil {
 			return nil, fmt.Errorf("queue %s: count retrying jobs: %w", n.Queue, err)
 		}
@@ -194,7 +189,7 @@ func (a *Admin) PurgeQueue(ctx context.Context, name string) (uint64, error) {
 		return 0, err
 	}
 	before := s.CachedInfo().State.Msgs
-	for _, subject := range append(n.JobsFilter(), n.DelayedPrefix+">") {
+	for _, subject := range append(n.AllJobsFilter(), n.DelayedPrefix+">") {
 		err := retry.Do(ctx, func(ctx context.Context) error { return s.Purge(ctx, jetstream.WithPurgeSubject(subject)) })
 		if err != nil {
 			return 0, fmt.Errorf("purge queue %s (stream %s, %s): %w", n.Queue, n.Stream, subject, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -58,7 +57,7 @@ func countRetrying(ctx context.Context, js jetstream.JetStream, s jetstream.Stre
 			break
 		}
 		seq = m.Sequence + 1
-		if m.Subject != n.JobsSubject && !strings.HasPrefix(m.Subject, n.JobsPrefix) {
+		if !n.IsJobSubject(m.Subject) {
 			continue // not a job (another subject of the stream)
 		}
 		ids = append(ids, n.MessageJobID(m.Subject, m.Header, m.Sequence))

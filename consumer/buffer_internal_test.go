@@ -3,6 +3,8 @@ package consumer
 import (
 	"testing"
 	"time"
+
+	"github.com/workq/workq/internal/queue"
 )
 
 // The adaptive pull buffer holds a delivery for each idle slot and an extra depth:
@@ -11,7 +13,7 @@ import (
 func TestPullBufferFollowsHandlers(t *testing.T) {
 	t.Parallel()
 	adaptive := func() *puller {
-		return (&Worker{cfg: config{concurrency: 8, ackWait: 30 * time.Second, prefetch: -1}}).newPuller()
+		return (&Worker{cfg: config{concurrency: 8, ackWait: 30 * time.Second, prefetch: -1}}).newPuller(&source{level: queue.PriorityNormal})
 	}
 	p := adaptive()
 	if got := p.missing(); got != 8 {
@@ -71,7 +73,7 @@ func TestPullBufferFollowsHandlers(t *testing.T) {
 	}
 
 	for _, n := range []int{0, 3} {
-		pinned := (&Worker{cfg: config{concurrency: 8, prefetch: n, ackWait: 30 * time.Second}}).newPuller()
+		pinned := (&Worker{cfg: config{concurrency: 8, prefetch: n, ackWait: 30 * time.Second}}).newPuller(&source{level: queue.PriorityNormal})
 		pinned.observe(time.Microsecond)
 		pinned.held.Store(8)
 		if got := pinned.missing(); got != n {

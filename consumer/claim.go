@@ -196,7 +196,7 @@ func (w *Worker) follow(j *Job, prev *record.Record) (verdict, *record.Record) {
 	case prev.Epoch > epoch:
 		// Claimed through a newer incarnation of the consumer than the one this
 		// delivery came through: the worker may not know the new one yet.
-		w.askRecheck()
+		j.lease.src.askRecheck()
 		return stale, nil
 	case prev.Epoch == epoch || prev.Epoch == 0:
 		if prev.Delivery >= d {
@@ -229,9 +229,9 @@ func (w *Worker) follow(j *Job, prev *record.Record) (verdict, *record.Record) {
 }
 
 // askRecheck asks the fetch loop to read the consumer's incarnation now.
-func (w *Worker) askRecheck() {
+func (s *source) askRecheck() {
 	select {
-	case w.recheck <- struct{}{}:
+	case s.recheck <- struct{}{}:
 	default:
 	}
 }

@@ -12,25 +12,27 @@ import (
 	"github.com/workq/workq/internal/queue"
 )
 
-// The workers' consumer can be deleted and re-created under a running worker (an
+// A workers' consumer can be deleted and re-created under a running worker (an
 // operator, a server that lost its state). Delivery counts then restart at 1, so the
 // worker stamps every delivery with the incarnation of the consumer it was pulled
-// through and fences on (incarnation, delivery count): see claim.go. These methods
-// keep the worker's view of the incarnation and of its own health.
+// through and fences on (incarnation, delivery count): see claim.go. A job's message
+// is on one priority level's subject, so all its deliveries come through one
+// consumer. These methods keep the worker's view of each level's incarnation and of
+// its own health.
 
-// incarnation is the consumer incarnation the worker knows now.
-func (w *Worker) incarnation() queue.Incarnation { return *w.inc.Load() }
+// incarnation is the incarnation of s's consumer that the worker knows now.
+func (s *source) incarnation() queue.Incarnation { return *s.inc.Load() }
 
-// setIncarnation records the consumer's incarnation and reports whether it is a new
-// one: the consumer was re-created, and deliveries of the old one still buffered are
-// to be dropped (the new consumer delivers their jobs again).
-func (w *Worker) setIncarnation(inc queue.Incarnation) (changed bool) {
-	old := w.inc.Swap(&inc)
+// setIncarnation records the incarnation of s's consumer and reports whether it is
+// a new one: the consumer was re-created, and deliveries of the old one still
+// buffered are to be dropped (the new consumer delivers their jobs again).
+func (w *Worker) setIncarnation(s *source, inc queue.Incarnation) (changed bool) {
+	old := s.inc.Swap(&inc)
 	if old == nil || old.Epoch == inc.Epoch {
 		return false
 	}
 	w.log.Warn("the workers' consumer was re-created; deliveries pulled through the old one are dropped and come again",
-		"consumer", w.names.Consumer, "first_seq", inc.FirstSeq)
+		"consumer", w.names.LevelConsumer(s.level), "first_seq", inc.FirstSeq)
 	return true
 }
 
@@ -38,7 +40,7 @@ func (w *Worker) setIncarnation(inc queue.Incarnation) (changed bool) {
 // replaced; such a delivery is dropped: no ack, no nak (they would reach the new
 // consumer), no more progress reports.
 func (w *Worker) replaced(l *lease) bool {
-	if l.inc.Epoch >= w.incarnation().Epoch {
+	if l.inc.Epoch >= l.src.incarnation().Epoch {
 		return false
 	}
 	l.stop()
@@ -46,38 +48,38 @@ func (w *Worker) replaced(l *lease) bool {
 	return true
 }
 
-// checkIncarnation reads the consumer's incarnation from the server, and re-creates
-// the consumer if it is gone. It reports whether the incarnation changed.
-func (w *Worker) checkIncarnation(ctx context.Context) (changed bool) {
+// checkIncarnation reads the incarnation of s's consumer from the server, and
+// re-creates the consumer if it is gone. It reports whether the incarnation changed.
+func (w *Worker) checkIncarnation(ctx context.Context, s *source) (changed bool) {
 	cctx, cancel := context.WithTimeout(ctx, max(w.cfg.heartbeat, time.Second)) // the check's own interval
 	defer cancel()
-	inc, err := queue.Refresh(cctx, w.objects, w.consumer)
+	inc, err := queue.Refresh(cctx, w.objects, s.consumer)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		return w.recover(ctx)
+		return w.recover(ctx, s)
 	case err != nil:
 		w.log.Debug("reading the workers' consumer", "err", err)
 		return false
 	}
-	return w.setIncarnation(inc)
+	return w.setIncarnation(s, inc)
 }
 
 // recover re-creates or re-reads the workers' consumer after a failed pull. A consumer
 // that cannot be had (an incompatible one took its place, say) leaves the worker
 // unhealthy, with the reason logged as an error. It reports whether the incarnation
 // changed.
-func (w *Worker) recover(ctx context.Context) (changed bool) {
+func (w *Worker) recover(ctx context.Context, s *source) (changed bool) {
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.ackWait)
 	defer cancel()
-	c, inc, err := w.ensureConsumer(cctx)
+	c, inc, err := w.ensureConsumer(cctx, s)
 	if err != nil {
 		if ctx.Err() == nil && !jserr.Transient(err) && cctx.Err() == nil {
 			w.unhealthy(err, true)
 		}
 		return false
 	}
-	w.consumer = c
-	return w.setIncarnation(inc)
+	s.consumer = c
+	return w.setIncarnation(s, inc)
 }
 
 // pullFailed records a failed pull.

@@ -68,6 +68,10 @@ func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 // ID is the job id.
 func (j *Job) ID() string { return j.id }
 
+// Priority is the job's priority level: 1 (low), 2 (normal, the default), 3 (high)
+// or 4 (urgent), from the subject it was enqueued on.
+func (j *Job) Priority() int { return j.lease.src.level }
+
 // Kind is the job's kind, "" if it has none.
 func (j *Job) Kind() string { return j.kind }
 

@@ -23,6 +23,7 @@ type lease struct {
 	w      *Worker
 	msg    jetstream.Msg
 	anchor time.Time
+	src    *source // the priority level's consumer it came through
 	inc    queue.Incarnation
 
 	mu    sync.Mutex
@@ -34,10 +35,10 @@ type lease struct {
 	seq      uint64      // the stream sequence it holds in the worker's held set; 0 before
 }
 
-// newLease starts the progress reports of msg, which a pull sent at anchor brought
-// while inc was the consumer's incarnation.
-func (w *Worker) newLease(msg jetstream.Msg, anchor time.Time, inc queue.Incarnation) *lease {
-	l := &lease{w: w, msg: msg, anchor: anchor, inc: inc}
+// newLease starts the progress reports of msg, which a pull through src sent at
+// anchor brought while inc was src's consumer's incarnation.
+func (w *Worker) newLease(msg jetstream.Msg, anchor time.Time, src *source, inc queue.Incarnation) *lease {
+	l := &lease{w: w, msg: msg, anchor: anchor, src: src, inc: inc}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.t = time.AfterFunc(w.cfg.heartbeat, l.beat)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/workq/workq/internal/queue"
 )
 
 // The pull buffer: the deliveries a worker holds beyond those its handlers run.
@@ -56,9 +57,10 @@ func pullTimes(ackWait, heartbeat time.Duration) (expiry, idle time.Duration) {
 	return expiry, expiry / 4
 }
 
-// puller fills a worker's buffer.
+// puller fills a worker's buffer of one priority level's deliveries.
 type puller struct {
 	w         *Worker
+	src       *source
 	buf       chan *lease
 	held      atomic.Int64  // deliveries arrived and not finished: buffered or running
 	wake      chan struct{} // a slot took a delivery or a fetch ended
@@ -73,13 +75,16 @@ type puller struct {
 	stopping  atomic.Bool
 }
 
-func (w *Worker) newPuller() *puller {
+func (w *Worker) newPuller(src *source) *puller {
 	extra := maxAutoPrefetch
 	if w.cfg.prefetch >= 0 {
 		extra = w.cfg.prefetch
 	}
+	if src.level > queue.PriorityNormal {
+		extra = max(extra, w.cfg.concurrency)
+	}
 	return &puller{
-		w: w, buf: make(chan *lease, w.cfg.concurrency+extra+1), wake: make(chan struct{}, 1),
+		w: w, src: src, buf: make(chan *lease, w.cfg.concurrency+extra+1), wake: make(chan struct{}, 1),
 		failed: make(chan error, maxFetches),
 	}
 }
@@ -131,6 +136,19 @@ func (p *puller) missing() int {
 // maxAutoPrefetch and about maxBufferedBytes of payload.
 func (p *puller) extra() int {
 	cfg := p.w.cfg
+	if p.src.level > queue.PriorityNormal {
+		// At least one waiting job of the level per slot, besides the running ones,
+		// so that a slot that frees finds the next one here rather than taking a
+		// lower level's while a pull brings it; as deep as the normal level's when
+		// the pace calls for more.
+		return max(p.extraAtPace(), cfg.concurrency)
+	}
+	return p.extraAtPace()
+}
+
+// extraAtPace is the buffer's depth beyond the idle slots by the option and the pace.
+func (p *puller) extraAtPace() int {
+	cfg := p.w.cfg
 	if cfg.prefetch >= 0 {
 		return cfg.prefetch
 	}
@@ -145,23 +163,16 @@ func (p *puller) extra() int {
 	return int(min(max(n, 0), maxAutoPrefetch))
 }
 
-// take hands the next buffered delivery to a slot, or returns nil once ctx ends. A
-// delivery pulled through a consumer that has since been replaced is dropped: the
-// new consumer delivers the job again.
-func (p *puller) take(ctx context.Context) *lease {
-	for {
-		select {
-		case l := <-p.buf:
-			if p.w.replaced(l) {
-				p.held.Add(-1)
-				p.poke()
-				continue
-			}
-			return l
-		case <-ctx.Done():
-			return nil
-		}
+// accept checks a delivery taken from the buffer for a slot (Worker.take): one
+// pulled through a consumer that has since been replaced is dropped (nil): the new
+// consumer delivers the job again.
+func (p *puller) accept(l *lease) *lease {
+	if p.w.replaced(l) {
+		p.held.Add(-1)
+		p.poke()
+		return nil
 	}
+	return l
 }
 
 // done tells the puller a slot finished its delivery after d.
@@ -204,18 +215,18 @@ func (p *puller) fetch(ctx context.Context) error {
 			case <-time.After(delay):
 			}
 			delay = min(2*delay, time.Second)
-			if w.recover(ctx) {
+			if w.recover(ctx, p.src) {
 				p.dropReplaced()
 			}
 			p.poke()
 			continue
 		case <-check.C:
-			if w.checkIncarnation(ctx) {
+			if w.checkIncarnation(ctx, p.src) {
 				p.dropReplaced()
 			}
 			continue
-		case <-w.recheck:
-			if w.checkIncarnation(ctx) {
+		case <-p.src.recheck:
+			if w.checkIncarnation(ctx, p.src) {
 				p.dropReplaced()
 			}
 			continue
@@ -270,8 +281,8 @@ func (p *puller) report(err error) {
 // pull sends one Fetch for n deliveries and moves what arrives into the buffer, each
 // with a lease anchored at the time the pull was sent.
 func (p *puller) pull(n int, expiry, idle time.Duration) error {
-	anchor, inc := time.Now(), p.w.incarnation()
-	batch, err := p.w.consumer.Fetch(n, jetstream.FetchMaxWait(expiry), jetstream.FetchHeartbeat(idle))
+	anchor, inc := time.Now(), p.src.incarnation()
+	batch, err := p.src.consumer.Fetch(n, jetstream.FetchMaxWait(expiry), jetstream.FetchHeartbeat(idle))
 	if err != nil {
 		return err
 	}
@@ -288,7 +299,7 @@ func (p *puller) pull(n int, expiry, idle time.Duration) error {
 			if p.w.cfg.prefetch < 0 {
 				average(&p.jobSize, int64(len(msg.Data())))
 			}
-			l := p.w.newLease(msg, anchor, inc)
+			l := p.w.newLease(msg, anchor, p.src, inc)
 			if p.stopping.Load() {
 				p.handBack(l) // stopping: never started
 				continue

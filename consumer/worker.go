@@ -48,7 +48,7 @@ type Worker struct {
 	names    queue.Names
 	objects  *queue.Objects
 	records  record.Store
-	consumer jetstream.Consumer
+	sources  []*source // the priority levels' consumers, highest first (source.go)
 	handler  Handler
 	cfg      config
 	log      *slog.Logger
@@ -56,10 +56,8 @@ type Worker struct {
 	stats    counters
 	metrics  *workerMetrics
 	running  atomic.Bool
-	inc      atomic.Pointer[queue.Incarnation] // the workers' consumer's incarnation, as last read
-	health   atomic.Pointer[error]             // why pulls fail; nil while they work
-	recheck  chan struct{}                     // asks the fetch loop to read the incarnation now
-	observe  attempt.Observer                  // told each run's outcome; from Run's context, usually nil (observe.go)
+	health   atomic.Pointer[error] // why pulls fail; nil while they work
+	observe  attempt.Observer      // told each run's outcome; from Run's context, usually nil (observe.go)
 
 	limits    queueLimits     // the queue's limits (queue_limits.go)
 	gateCtx   context.Context // ends when Run stops pulling: waiting for a limit stops then
@@ -123,32 +121,18 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	w := &Worker{
 		js: js, names: names, objects: objs, records: records,
 		handler: Chain(h, cfg.middleware...), cfg: cfg, metrics: m,
-		log:     cfg.logger.With("queue", queueName, "worker", cfg.name),
-		recheck: make(chan struct{}, 1),
+		log: cfg.logger.With("queue", queueName, "worker", cfg.name),
 	}
 	host, _ := os.Hostname()
 	w.identity = record.Worker{Name: cfg.name, Host: host, PID: os.Getpid()}
-	c, inc, err := w.ensureConsumer(ctx)
-	if err != nil {
+	if w.sources, err = w.newSources(ctx); err != nil {
 		return nil, err
 	}
-	w.consumer = c
-	w.setIncarnation(inc)
 	w.limits.w = w
 	if err := w.limits.refresh(ctx); err != nil {
 		return nil, fmt.Errorf("consumer: queue %s: read the queue's limits: %w", names.Queue, err)
 	}
 	return w, nil
-}
-
-// ensureConsumer creates or checks the workers' consumer and reads its incarnation.
-func (w *Worker) ensureConsumer(ctx context.Context) (jetstream.Consumer, queue.Incarnation, error) {
-	replicas := w.objects.Stream.CachedInfo().Config.Replicas
-	c, inc, err := queue.EnsureWorkers(ctx, w.objects, queue.ConsumerConfig(w.names, w.cfg.ackWait, w.cfg.maxAckPending, replicas))
-	if err != nil {
-		return nil, queue.Incarnation{}, fmt.Errorf("consumer: queue %s: %w", w.names.Queue, err)
-	}
-	return c, inc, nil
 }
 
 // Stats returns the worker's counters.
@@ -187,7 +171,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	// claims and runs it. Fenced outcomes (commit, ack) are written in the
 	// background so the slot moves on at once; finishing bounds how many are pending.
 	w.finishing = make(chan struct{}, 4*w.cfg.concurrency)
-	p := w.newPuller()
+	for _, s := range w.sources {
+		s.puller = w.newPuller(s)
+	}
 	slotCtx, stopSlots := context.WithCancel(ctx) // also ends if fetching fails for good
 	defer stopSlots()
 	w.gateCtx = slotCtx
@@ -199,17 +185,34 @@ func (w *Worker) Run(ctx context.Context) error {
 		go func() {
 			defer slots.Done()
 			for {
-				l := p.take(slotCtx)
+				l := w.take(slotCtx)
 				if l == nil {
 					return
 				}
 				start := time.Now()
 				w.process(handlerCtx, l)
-				p.done(time.Since(start))
+				l.src.puller.done(time.Since(start))
 			}
 		}()
 	}
-	fetchErr := p.fetch(ctx)
+	// Each level's puller fetches until ctx ends, or until the connection is closed
+	// for good, which stops them all.
+	fetchCtx, stopFetching := context.WithCancel(ctx)
+	defer stopFetching()
+	var fetchers sync.WaitGroup
+	var fetchErr error
+	var fetchErrOnce sync.Once
+	for _, s := range w.sources {
+		fetchers.Add(1)
+		go func() {
+			defer fetchers.Done()
+			if err := s.puller.fetch(fetchCtx); err != nil {
+				fetchErrOnce.Do(func() { fetchErr = err })
+				stopFetching()
+			}
+		}()
+	}
+	fetchers.Wait()
 	stopSlots()
 
 	stop := time.AfterFunc(w.cfg.drainTimeout, func() { cancelHandlers(errDrained) })

@@ -248,28 +248,21 @@ func (c *QueueCollector) readQueue(ctx context.Context, n queue.Names, si *jetst
 	if si == nil {
 		si = st.CachedInfo()
 	}
-	var ci *jetstream.ConsumerInfo
-	cons, err := c.js.Consumer(ctx, n.Stream, n.Consumer)
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		// No worker has run yet: every job is pending.
-	case err != nil:
-		return s
-	default:
-		ci = cons.CachedInfo()
-		s.ackPending, s.redelivered = float64(ci.NumAckPending), float64(ci.NumRedelivered)
-		if ci.Paused {
-			s.paused = 1
-		}
-	}
-	census, err := queue.TakeCensus(ctx, st, n, si, ci)
+	ws, err := queue.ReadWorkers(ctx, st, n) // the consumers of every priority level; none before a worker ran
 	if err != nil {
 		return s
 	}
-	s.jobs, s.pending, s.scheduled, s.schedules, s.oldest = float64(census.Jobs), float64(census.Jobs), float64(census.Scheduled), float64(census.Schedules), census.Oldest
-	if ci != nil {
-		s.pending = float64(ci.NumPending)
+	s.ackPending, s.redelivered = float64(ws.AckPending), float64(ws.Redelivered)
+	if ws.Paused {
+		s.paused = 1
 	}
+	census, err := queue.TakeCensus(ctx, st, n, si, ws)
+	if err != nil {
+		return s
+	}
+	// Jobs not delivered: on a level without a consumer yet, all of them.
+	s.jobs, s.pending, s.scheduled, s.schedules, s.oldest = float64(census.Jobs), float64(census.Jobs-min(census.Jobs, uint64(ws.AckPending))),
+		float64(census.Scheduled), float64(census.Schedules), census.Oldest
 	dead, err := c.js.Stream(ctx, n.DeadStream)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):

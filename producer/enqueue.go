@@ -25,6 +25,9 @@ type Job struct {
 	// At delays the job: it does not start before this time. Zero, or a time that
 	// has come, enqueues it to run at once. See the At option.
 	At time.Time
+	// Priority is the job's priority level, PriorityLow to PriorityUrgent; 0 means
+	// PriorityNormal. See the Priority option.
+	Priority int
 }
 
 // JobInfo says where a job landed.
@@ -104,6 +107,11 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 	if j.MaxAttempts < 0 {
 		return nil, fmt.Errorf("producer: job %s: %w", j.ID, option.Invalid("MaxAttempts", j.MaxAttempts, "at least 1, or 0 for the worker's limit"))
 	}
+	level := level(j.Priority)
+	if !queue.ValidPriority(level) {
+		return nil, fmt.Errorf("producer: job %s: %w", j.ID, option.Invalid("Priority", j.Priority,
+			fmt.Sprintf("%d (low) to %d (urgent), or 0 for normal", PriorityLow, PriorityUrgent)))
+	}
 	h := make(nats.Header, len(j.Header)+3)
 	for k, v := range j.Header {
 		h[k] = v
@@ -115,7 +123,7 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 	if j.MaxAttempts > 0 {
 		h.Set(queue.HeaderMaxAttempts, strconv.Itoa(j.MaxAttempts))
 	}
-	msg := &nats.Msg{Subject: p.names.JobSubject(j.ID), Data: j.Payload, Header: h}
+	msg := &nats.Msg{Subject: p.names.LevelJobSubject(level, j.ID), Data: j.Payload, Header: h}
 	if !j.At.IsZero() && time.Until(j.At) > 0 {
 		if p.objects.SchedulesErr != nil {
 			return nil, fmt.Errorf("producer: job %s: %w", j.ID, p.objects.SchedulesErr)

@@ -187,26 +187,33 @@ func (p *Producer) scanDelayed(ctx context.Context, fn func(ListedJob)) error {
 }
 
 // scanUndelivered calls fn with the job messages no worker has received yet, newest
-// first, until fn returns false. They are the stream's messages past the workers'
-// consumer's last delivered sequence (all of the stream's without a consumer): a
+// first, until fn returns false. They are the stream's messages past their level's
+// consumer's last delivered sequence (all of a level's without a consumer): a
 // WorkQueue stream deletes only what was delivered and acknowledged, so those
-// sequences are dense and each one request.
+// sequences are dense, and each is one request.
 func (p *Producer) scanUndelivered(ctx context.Context, fn func(ListedJob) bool) error {
 	s := p.objects.Stream
 	info, err := s.Info(ctx)
 	if err != nil {
 		return err
 	}
-	var delivered uint64
-	c, err := s.Consumer(ctx, p.names.Consumer)
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-	case err != nil:
+	ws, err := queue.ReadWorkers(ctx, s, p.names)
+	if err != nil {
 		return err
-	default:
-		delivered = c.CachedInfo().Delivered.Stream
 	}
-	for seq := info.State.LastSeq; seq > delivered && seq >= info.State.FirstSeq; seq-- {
+	delivered := map[int]uint64{} // by level; 0 for a level without a consumer
+	for _, l := range queue.Levels {
+		for _, ci := range ws.Consumers {
+			if ci.Name == p.names.LevelConsumer(l) {
+				delivered[l] = ci.Delivered.Stream
+			}
+		}
+	}
+	floor := ws.MinDelivered
+	if len(ws.Consumers) < len(queue.Levels) {
+		floor = 0
+	}
+	for seq := info.State.LastSeq; seq > floor && seq >= info.State.FirstSeq; seq-- {
 		m, err := s.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
@@ -214,8 +221,8 @@ func (p *Producer) scanUndelivered(ctx context.Context, fn func(ListedJob) bool)
 		if err != nil {
 			return err
 		}
-		if m.Subject != p.names.JobsSubject && !strings.HasPrefix(m.Subject, p.names.JobsPrefix) {
-			continue // a schedule
+		if level, _, ok := p.names.JobLevel(m.Subject); !ok || m.Sequence <= delivered[level] {
+			continue // a schedule, or a job its level's consumer delivered already
 		}
 		id := p.names.MessageJobID(m.Subject, m.Header, m.Sequence)
 		if !fn(ListedJob{Record: *queuedRecord(p.names.Queue, id, m), Updated: m.Time}) {

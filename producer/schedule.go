@@ -43,9 +43,11 @@ type ScheduleInfo struct {
 	// Next is when it fires next; zero while paused. For an interval it is counted
 	// from the time the schedule was stored, as the server counts it.
 	Next time.Time
-	// Kind, MaxAttempts, Header and Payload are those of every job it fires.
+	// Kind, MaxAttempts, Priority, Header and Payload are those of every job it
+	// fires (Priority PriorityNormal unless the Priority option said otherwise).
 	Kind        string
 	MaxAttempts int
+	Priority    int
 	Header      nats.Header
 	Payload     []byte
 	// UpdatedAt is when the schedule was last stored (added, changed, paused or
@@ -95,6 +97,10 @@ func (p *Producer) Schedule(ctx context.Context, name, spec string, payload []by
 	msg.Header.Del(queue.HeaderID)
 	msg.Header.Set(queue.HeaderSchedule, name)
 	msg.Header.Set(queue.HeaderScheduleSpec, sp.Text)
+	if level(j.Priority) != PriorityNormal {
+		msg.Header.Set(queue.HeaderSchedulePriority, strconv.Itoa(j.Priority))
+	}
+	target := p.names.LevelSubject(level(j.Priority)) // message() checked it
 	return p.storeSchedule(ctx, name, func(old *ScheduleInfo) *nats.Msg {
 		if old != nil && old.Spec == sp.Text && sameJob(old, &j) {
 			return nil
@@ -102,7 +108,7 @@ func (p *Producer) Schedule(ctx context.Context, name, spec string, payload []by
 		if old != nil && old.Paused {
 			setPaused(msg.Header)
 		} else {
-			setPattern(msg.Header, sp, p.names.JobsSubject)
+			setPattern(msg.Header, sp, target)
 		}
 		return msg
 	})
@@ -128,7 +134,7 @@ func setPaused(h nats.Header) {
 
 // sameJob reports whether schedule s fires the job j.
 func sameJob(s *ScheduleInfo, j *Job) bool {
-	return s.Kind == j.Kind && s.MaxAttempts == j.MaxAttempts && string(s.Payload) == string(j.Payload) &&
+	return s.Kind == j.Kind && s.MaxAttempts == j.MaxAttempts && s.Priority == level(j.Priority) && string(s.Payload) == string(j.Payload) &&
 		maps.EqualFunc(s.Header, userHeaders(j.Header), slices.Equal)
 }
 
@@ -199,7 +205,7 @@ func (p *Producer) setPaused(ctx context.Context, name string, paused bool) (*Sc
 			setPaused(msg.Header)
 		} else {
 			sp, _ := schedule.Parse(old.Spec) // loadSchedule checked it
-			setPattern(msg.Header, sp, p.names.JobsSubject)
+			setPattern(msg.Header, sp, p.names.LevelSubject(old.Priority))
 		}
 		return msg
 	})
@@ -314,6 +320,10 @@ func (p *Producer) loadSchedule(ctx context.Context, name string) (*ScheduleInfo
 	if n, err := strconv.Atoi(m.Header.Get(queue.HeaderMaxAttempts)); err == nil {
 		s.MaxAttempts = n
 	}
+	s.Priority = PriorityNormal
+	if n, err := strconv.Atoi(m.Header.Get(queue.HeaderSchedulePriority)); err == nil && queue.ValidPriority(n) {
+		s.Priority = n
+	}
 	if !s.Paused {
 		s.Next = sp.Next(m.Time, time.Now())
 	}
@@ -334,6 +344,9 @@ func (p *Producer) scheduleMsg(s *ScheduleInfo) *nats.Msg {
 	}
 	h.Set(queue.HeaderSchedule, s.Name)
 	h.Set(queue.HeaderScheduleSpec, s.Spec)
+	if s.Priority != PriorityNormal {
+		h.Set(queue.HeaderSchedulePriority, strconv.Itoa(s.Priority))
+	}
 	setPaused(h)
 	return &nats.Msg{Data: s.Payload, Header: h}
 }

@@ -37,7 +37,7 @@ func (p *Producer) Status(ctx context.Context, id string) (*Record, error) {
 		if !errors.Is(err, record.ErrNotFound) {
 			return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
 		}
-		for _, subject := range []string{p.names.JobSubject(id), p.names.DelayedSubject(id)} {
+		for _, subject := range p.jobSubjects(id) {
 			msg, err := p.objects.Stream.GetLastMsgForSubject(ctx, subject)
 			if err == nil {
 				return queuedRecord(p.names.Queue, id, msg), nil

@@ -26,6 +26,7 @@ type enqueueFlags struct {
 	id, kind    string
 	headers     []string
 	maxAttempts int
+	priority    int           // --priority, 0 for normal
 	at          string        // --at, an RFC 3339 time
 	in          time.Duration // --in
 	jsonOut     bool
@@ -49,13 +50,15 @@ bar on a terminal. --raw makes the whole input one job. With --ndjson each line 
 a JSON object:
 
   {"payload": <string or any JSON>, "payload_base64": "...", "id": "...",
-   "kind": "...", "headers": {"K": "v"}, "max_attempts": 3,
+   "kind": "...", "headers": {"K": "v"}, "max_attempts": 3, "priority": 3,
    "at": "2026-11-24T02:00:00Z" | "after": "10m"}
 
 A string payload is enqueued as its text, any other JSON value as its JSON.
 "at" or "after" delays a job: the server keeps it and fires it at its time.
---kind, --header, --max-attempts, --at and --in apply to every job; --id to a
-single job.
+"priority" (--priority) is 1 (low), 2 (normal, the default), 3 (high) or 4
+(urgent): a worker takes waiting jobs of a higher level first.
+--kind, --header, --max-attempts, --priority, --at and --in apply to every job;
+--id to a single job.
 The exit status is non-zero if any job failed; the failed ones are named.`,
 		Example: `  workq enqueue emails '{"to":"ann@example.com"}' --id welcome-ann
   workq enqueue reminders 'call Ann' --in 10m
@@ -79,6 +82,7 @@ The exit status is non-zero if any job failed; the failed ones are named.`,
 	fl.StringVar(&f.kind, "kind", "", "job kind")
 	fl.StringArrayVarP(&f.headers, "header", "H", nil, "header k=v to add to every job (repeatable)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempt limit for these jobs (default: the worker's)")
+	fl.IntVar(&f.priority, "priority", 0, "priority level of these jobs: 1 low, 2 normal (default), 3 high, 4 urgent")
 	fl.StringVar(&f.at, "at", "", "delay the jobs until this RFC 3339 time (e.g. 2026-11-24T02:00:00Z)")
 	fl.DurationVar(&f.in, "in", 0, "delay the jobs by this duration (e.g. 90s, 10m)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print each job's info as a JSON line")
@@ -108,6 +112,8 @@ func (f *enqueueFlags) validate() error {
 		return fmt.Errorf("--in %s: want a positive duration", f.in)
 	case f.maxAttempts < 0:
 		return fmt.Errorf("--max-attempts %d: want ≥ 1", f.maxAttempts)
+	case f.priority != 0 && (f.priority < producer.PriorityLow || f.priority > producer.PriorityUrgent):
+		return fmt.Errorf("--priority %d: want 1 (low), 2 (normal), 3 (high) or 4 (urgent)", f.priority)
 	case f.hasPayload && (f.file != "" || f.raw || f.ndjson):
 		return errors.New("give the payload as an argument or with --file/stdin, not both")
 	case f.raw && f.ndjson:
@@ -168,7 +174,7 @@ func (f *enqueueFlags) one(ctx context.Context, a *app, p *producer.Producer, in
 	}
 	octx, cancel := a.opCtx(ctx)
 	defer cancel()
-	info, err := p.Enqueue(octx, payload, producer.ID(f.id), producer.Kind(f.kind), headerOpts(f.header), producer.MaxAttempts(f.maxAttempts), producer.At(f.due()))
+	info, err := p.Enqueue(octx, payload, producer.ID(f.id), producer.Kind(f.kind), headerOpts(f.header), producer.MaxAttempts(f.maxAttempts), producer.Priority(f.priority), producer.At(f.due()))
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: interrupted; the job may or may not have been enqueued", f.queue)}
@@ -197,7 +203,7 @@ func parseHeaders(kvs []string) (nats.Header, error) {
 // base is the job every input line starts from: the flags' id, kind, headers,
 // attempt limit and due time.
 func (f *enqueueFlags) base() producer.Job {
-	return producer.Job{ID: f.id, Kind: f.kind, Header: f.header, MaxAttempts: f.maxAttempts, At: f.due()}
+	return producer.Job{ID: f.id, Kind: f.kind, Header: f.header, MaxAttempts: f.maxAttempts, Priority: f.priority, At: f.due()}
 }
 
 // due is when --at or --in delay the jobs to (--in counts from now); zero without

@@ -29,8 +29,9 @@ type ndjsonJob struct {
 	Payload       json.RawMessage `json:"payload"`
 	PayloadBase64 string          `json:"payload_base64"`
 	MaxAttempts   int             `json:"max_attempts"`
-	At            string          `json:"at"`    // RFC 3339: delay the job until then
-	After         string          `json:"after"` // a duration: delay the job by it
+	Priority      int             `json:"priority"` // 1 low … 4 urgent; 0 or absent: --priority
+	At            string          `json:"at"`       // RFC 3339: delay the job until then
+	After         string          `json:"after"`    // a duration: delay the job by it
 }
 
 // parseJobLine turns one input line into a job: the line is the payload, or with
@@ -79,6 +80,12 @@ func parseJobLine(line []byte, n int, base producer.Job, ndjson bool) jobInput {
 	}
 	if nj.MaxAttempts > 0 {
 		j.MaxAttempts = nj.MaxAttempts
+	}
+	switch {
+	case nj.Priority != 0 && (nj.Priority < producer.PriorityLow || nj.Priority > producer.PriorityUrgent):
+		return jobInput{line: n, err: fmt.Errorf("priority %d: want 1 (low), 2 (normal), 3 (high) or 4 (urgent)", nj.Priority)}
+	case nj.Priority != 0:
+		j.Priority = nj.Priority
 	}
 	switch {
 	case nj.At != "" && nj.After != "":

@@ -40,3 +40,26 @@ func TestJobLs(t *testing.T) {
 	}
 	oneLine(t, wq(t, "", "job", "ls", q, "--state", "sleeping"), 2, "--state", "want scheduled")
 }
+
+// enqueue --priority and NDJSON "priority" put jobs on their level, which job ls and
+// queue info count like any job; a level that does not exist is refused.
+func TestEnqueuePriority(t *testing.T) {
+	t.Parallel()
+	const q = "prio-cli"
+	ok(t, "", "enqueue", q, "x", "--id", "urgent-1", "--priority", "4")
+	ok(t, `{"id":"low-1","priority":1}`+"\n"+`{"id":"normal-1"}`+"\n", "enqueue", q, "--ndjson")
+	if qi := getQueue(t, q); qi.Jobs != 3 || qi.Pending != 3 {
+		t.Errorf("queue info: %+v; want 3 jobs pending", qi)
+	}
+	out := ok(t, "", "job", "ls", q, "--state", "queued")
+	for _, id := range []string{"urgent-1", "low-1", "normal-1"} {
+		if !strings.Contains(out, id) {
+			t.Errorf("job ls lacks %s:\n%s", id, out)
+		}
+	}
+	oneLine(t, wq(t, "", "enqueue", q, "x", "--priority", "5"), 2, "--priority 5")
+	r := wq(t, `{"id":"bad","priority":9}`+"\n", "enqueue", q, "--ndjson")
+	if r.code != 1 || !strings.Contains(r.stderr, "priority 9") {
+		t.Errorf("exit %d, stderr %s", r.code, r.stderr)
+	}
+}

@@ -18,21 +18,21 @@ type Census struct {
 	Oldest    time.Time // when the oldest job message was stored; zero without jobs
 }
 
-// TakeCensus counts the messages of the jobs stream s, whose info is si, and ci the
-// info of the workers' consumer (nil if it does not exist). With the consumer, the
-// jobs are its pending and unacknowledged messages and one request counts the
-// schedules; without, the delayed jobs are counted by subject too (one entry per
+// TakeCensus counts the messages of the jobs stream s, whose info is si, and ws the
+// state of the workers' consumers. With a consumer for every level that has jobs, the
+// jobs are their pending and unacknowledged messages and one request counts the
+// schedules; otherwise the delayed jobs are counted by subject too (one entry per
 // delayed job: costly for very many). Counts read apart may disagree by the jobs
 // that moved meanwhile; none goes below zero.
-func TakeCensus(ctx context.Context, s jetstream.Stream, n Names, si *jetstream.StreamInfo, ci *jetstream.ConsumerInfo) (Census, error) {
+func TakeCensus(ctx context.Context, s jetstream.Stream, n Names, si *jetstream.StreamInfo, ws WorkersState) (Census, error) {
 	var c Census
 	var err error
 	if c.Schedules, err = countSubjects(ctx, s, n.PeriodicPrefix+">"); err != nil {
 		return Census{}, err
 	}
 	msgs := si.State.Msgs
-	if ci != nil {
-		c.Jobs = min(msgs, ci.NumPending+uint64(ci.NumAckPending))
+	if len(ws.Consumers) == len(Levels) {
+		c.Jobs = min(msgs, ws.Pending+uint64(ws.AckPending))
 		c.Scheduled = msgs - c.Jobs - min(msgs-c.Jobs, c.Schedules)
 	} else {
 		if c.Scheduled, err = countSubjects(ctx, s, n.DelayedPrefix+">"); err != nil {
@@ -46,7 +46,7 @@ func TakeCensus(ctx context.Context, s jetstream.Stream, n Names, si *jetstream.
 		c.Oldest = si.State.FirstTime
 	default:
 		// The first message may be a schedule: find the first job on either jobs subject.
-		for _, subject := range []string{n.JobsSubject, n.JobsPrefix + ">"} {
+		for _, subject := range n.AllJobsFilter() {
 			m, err := s.GetMsg(ctx, si.State.FirstSeq, jetstream.WithGetMsgSubject(subject))
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -83,7 +84,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 		o.Stream, err = ensureStream(ctx, js, jetstream.StreamConfig{
 			Name:        n.Stream,
 			Description: "workq jobs of queue " + n.Queue,
-			Subjects:    append(n.JobsFilter(), n.ScheduleSubjects()...),
+			Subjects:    append(append(n.JobsFilter(), n.ScheduleSubjects()...), n.PrioritySubjects()...),
 			Retention:   jetstream.WorkQueuePolicy,
 			Storage:     storage,
 			Replicas:    replicas,
@@ -287,15 +288,26 @@ func ttlString(d time.Duration) string {
 	return d.String()
 }
 
-// ConsumerConfig is the durable pull consumer every worker of the queue shares.
+// ConsumerConfig is the durable pull consumer every worker of the queue shares: the
+// normal priority level's.
 func ConsumerConfig(n Names, ackWait time.Duration, maxAckPending, replicas int) jetstream.ConsumerConfig {
+	return LevelConsumerConfig(n, PriorityNormal, ackWait, maxAckPending, replicas)
+}
+
+// LevelConsumerConfig is the durable pull consumer of priority level p that every
+// worker of the queue shares.
+func LevelConsumerConfig(n Names, p int, ackWait time.Duration, maxAckPending, replicas int) jetstream.ConsumerConfig {
+	desc := "workq workers of queue " + n.Queue
+	if p != PriorityNormal {
+		desc += ", priority " + strconv.Itoa(p)
+	}
 	return jetstream.ConsumerConfig{
-		Durable:        n.Consumer,
-		Description:    "workq workers of queue " + n.Queue,
+		Durable:        n.LevelConsumer(p),
+		Description:    desc,
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        ackWait,
 		MaxDeliver:     -1, // workq counts attempts itself and dead-letters; a message at MaxDeliver would stay stuck in a WorkQueue stream
-		FilterSubjects: n.JobsFilter(),
+		FilterSubjects: n.LevelFilter(p),
 		MaxAckPending:  maxAckPending,
 		Replicas:       replicas,
 	}

@@ -34,6 +34,10 @@ const (
 	// schedule's definition without the Nats-Schedule header, so the server does not
 	// fire it.
 	HeaderSchedulePaused = "Workq-Schedule-Paused"
+	// HeaderSchedulePriority is a periodic schedule's priority level when it is not
+	// normal: its firings go to that level's subject (kept also while paused, when
+	// the schedule has no target).
+	HeaderSchedulePriority = "Workq-Schedule-Priority"
 )
 
 // Firing recognizes a job fired by one of this queue's periodic schedules and names

@@ -15,13 +15,14 @@ import (
 var ErrNoSchedules = errors.New("queue cannot schedule jobs")
 
 // allowSchedules makes the jobs stream of config cfg take message schedules on the
-// schedule subjects (Names.ScheduleSubjects), updating a stream created before
-// workq scheduled jobs. It returns nil when the stream takes them, else an error
+// schedule subjects (Names.ScheduleSubjects), and jobs on the priority levels'
+// subjects (Names.PrioritySubjects), updating a stream created before workq
+// scheduled jobs or had priorities, in one update. It returns nil when the stream takes them, else an error
 // wrapping ErrNoSchedules that says why. Like allowAtomic, the update writes back
 // the config as cfg read it, once per queue.
 func allowSchedules(ctx context.Context, js jetstream.JetStream, n Names, cfg jetstream.StreamConfig) error {
 	missing := !cfg.AllowMsgSchedules
-	for _, subj := range n.ScheduleSubjects() {
+	for _, subj := range append(n.ScheduleSubjects(), n.PrioritySubjects()...) {
 		if !slices.Contains(cfg.Subjects, subj) {
 			cfg.Subjects = append(cfg.Subjects, subj)
 			missing = true
