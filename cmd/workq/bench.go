@@ -14,7 +14,7 @@ import (
 
 // The scenarios `workq bench` knows, in the order it runs them. The last two are not
 // in the default set: they are long (a million jobs deep, 100 000 due at once).
-var benchScenarios = []string{"enqueue-single", "enqueue-batch", "schedule-enqueue", "process-unfenced", "process-fenced", "latency", "redelivery", "lock", "limiter", "backlog", "schedule-burst"}
+var benchScenarios = []string{"enqueue-single", "enqueue-batch", "schedule-enqueue", "process-unfenced", "process-fenced", "process-priority", "latency", "redelivery", "lock", "limiter", "backlog", "schedule-burst"}
 
 var defaultBenchScenarios = benchScenarios[:len(benchScenarios)-2]
 
@@ -71,6 +71,9 @@ Scenarios (--scenario, comma separated; default all but backlog and schedule-bur
   process-unfenced  unfenced worker vs Consume + Ack, per --concurrency/--prefetch (jobs/s)
   process-fenced    fenced worker vs Consume + Ack; also vs raw doing the same
                     work (a KV write and a confirmed ack per job)              (jobs/s)
+  process-priority  fenced worker draining jobs spread over the 4 priority levels
+                    vs the same worker on jobs of one level (both workq), per
+                    --concurrency                                              (jobs/s)
   latency           enqueue → commit, one job at a time, vs publish → confirmed ack
   redelivery        a worker freezes (its link stalls) or crashes (its connection
                     closes) holding a job: time until another worker starts it, vs

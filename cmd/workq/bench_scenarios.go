@@ -65,6 +65,15 @@ func (a *app) benchSteps(f benchFlags, env bench.Env) []benchStep {
 					}})
 				}
 			}
+		case "process-priority":
+			for _, c := range f.concurrency {
+				steps = append(steps, benchStep{fmt.Sprintf("%s c=%d", sc, c), func(ctx context.Context, _ *status) ([]benchRow, error) {
+					p, err := bench.Priorities(ctx, env, f.jobs, c)
+					row := pairRow(p, "", nil)
+					row.Notes = []string{"raw column: the same workq worker on the same number of jobs, all of the normal level"}
+					return []benchRow{row}, err
+				}})
+			}
 		case "latency":
 			steps = append(steps, benchStep{sc, func(ctx context.Context, _ *status) ([]benchRow, error) {
 				l, err := bench.EndToEnd(ctx, env, f.samples)

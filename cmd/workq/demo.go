@@ -40,7 +40,8 @@ and run several workers, while things go wrong on purpose:
   - a poison job fails every attempt and lands in dead letters;
   - a job delayed by 2s starts on time, and a schedule firing every second
     enqueues a job per firing, fired by the server itself;
-  - a job enqueued by mistake is cancelled while it waits, and never runs.
+  - a job enqueued by mistake is cancelled while it waits, and never runs;
+  - an urgent job enqueued behind the backlog starts ahead of it.
 
 Ends with a summary (each job committed exactly once, or dead) and removes the
 server's data. Exits non-zero if any guarantee did not hold.`,
@@ -98,7 +99,11 @@ type demo struct {
 	producer     *producer.Producer
 	delayedDue   time.Time
 	delayedRan   atomic.Bool
-	cancelledRan atomic.Bool   // the cancelled job ran: a guarantee broken
+	cancelledRan atomic.Bool // the cancelled job ran: a guarantee broken
+	// Priority: an urgent job enqueued behind the backlog.
+	okStarts     atomic.Int64  // backlog jobs started
+	urgentAt     atomic.Int64  // okStarts when the urgent job was stored; -1 before
+	urgentAfter  atomic.Int64  // backlog jobs started between its enqueue and its start; -1 before it ran
 	ticks        atomic.Int64  // firings of the heartbeat schedule that started
 	scheduleDone chan struct{} // closed once the schedule is removed
 }
@@ -109,6 +114,8 @@ func (a *app) demo(ctx context.Context, f demoFlags) error {
 	start := time.Now()
 	d := &demo{a: a, f: f, out: &eventPrinter{w: a.stdout, start: start}, start: start,
 		stallDone: make(chan struct{}), killDone: make(chan struct{}), scheduleDone: make(chan struct{})}
+	d.urgentAt.Store(-1)
+	d.urgentAfter.Store(-1)
 	defer d.close()
 
 	srv, err := embedded.Run()
@@ -153,13 +160,18 @@ func (a *app) demo(ctx context.Context, f demoFlags) error {
 	return d.summary(ctx, js, procTook)
 }
 
-// startWorkers starts the faulty workers, then the well-behaved ones. The faulty
-// ones come first so that their first jobs are early ones.
+// startWorkers starts the faulty workers, then, once they have frozen and died
+// holding their first jobs, the urgent job behind the backlog, then the
+// well-behaved workers. The faulty ones come first so that their first jobs are
+// early ones.
 func (d *demo) startWorkers(ctx context.Context, wg *sync.WaitGroup) error {
 	if err := d.startStaller(ctx, wg); err != nil {
 		return err
 	}
 	if err := d.startKiller(ctx, wg); err != nil {
+		return err
+	}
+	if err := d.enqueueUrgent(ctx); err != nil {
 		return err
 	}
 	for i := 1; i <= d.f.workers; i++ {
@@ -185,7 +197,7 @@ func (d *demo) wait(ctx context.Context, procStart time.Time) (time.Duration, er
 			procTook = time.Since(procStart)
 		}
 		if int(s.Committed+s.Dead) >= d.expected() && closed(d.stallDone) && closed(d.killDone) &&
-			d.delayedRan.Load() && closed(d.scheduleDone) {
+			d.delayedRan.Load() && closed(d.scheduleDone) && d.urgentAfter.Load() >= 0 {
 			break
 		}
 		if ctx.Err() != nil {

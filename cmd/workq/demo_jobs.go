@@ -61,6 +61,31 @@ func (d *demo) enqueue(ctx context.Context, js jetstream.JetStream) error {
 // demoCancelled is the id of the job the demo cancels.
 const demoCancelled = "oops-1"
 
+// demoUrgent is the id of the urgent job the demo enqueues behind the backlog.
+const demoUrgent = "urgent-1"
+
+// enqueueUrgent enqueues an urgent job behind the backlog once the faulty workers
+// have frozen and died holding their first jobs, and the pull requests they left
+// open have expired (within a third of the AckWait; see the consumer's pullTimes):
+// the server could hand the job into one of those, where it would wait out an
+// AckWait, whatever its priority.
+func (d *demo) enqueueUrgent(ctx context.Context) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for d.stallJob.Load() == nil || d.killJob.Load() == nil {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return errors.New("demo: the faulty workers did not take their first jobs within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(d.f.ackWait/3 + 100*time.Millisecond)
+	d.urgentAt.Store(d.okStarts.Load()) // before the enqueue: the job may start before Enqueue returns
+	if _, err := d.producer.Enqueue(ctx, []byte(`{"page":"on-call"}`), producer.ID(demoUrgent), producer.Kind("urgent"), producer.Priority(producer.PriorityUrgent)); err != nil {
+		return fmt.Errorf("enqueue %s: %w", demoUrgent, err)
+	}
+	d.out.event("⚡", "%s enqueued with priority urgent, behind the %d-job backlog", demoUrgent, int64(d.f.jobs)-d.urgentAt.Load())
+	return nil
+}
+
 // enqueueTimed enqueues a job delayed by 2 s and a schedule firing every second:
 // the server keeps both and fires them itself.
 func (d *demo) enqueueTimed(ctx context.Context, p *producer.Producer) error {
@@ -104,8 +129,8 @@ func (d *demo) timed(ctx context.Context, j *consumer.Job, worker string) {
 }
 
 // expected is how many jobs end (committed or dead) once the demo is over: the
-// enqueued ones, the delayed one and each firing that ran.
-func (d *demo) expected() int { return d.f.jobs + 1 + int(d.ticks.Load()) }
+// enqueued ones, the delayed one, the urgent one and each firing that ran.
+func (d *demo) expected() int { return d.f.jobs + 2 + int(d.ticks.Load()) }
 
 // handle is every worker's job: a little work, except for the flaky and poison jobs.
 func (d *demo) handle(worker string) consumer.HandlerFunc {
@@ -120,6 +145,14 @@ func (d *demo) handle(worker string) consumer.HandlerFunc {
 		d.timed(ctx, j, worker)
 		if j.ID() == demoCancelled {
 			d.cancelledRan.Store(true)
+		}
+		if j.Kind() == "ok" {
+			d.okStarts.Add(1)
+		}
+		if j.ID() == demoUrgent {
+			after := d.okStarts.Load() - d.urgentAt.Load()
+			d.urgentAfter.Store(after)
+			d.out.event("⚡", "%s started on %s ahead of the backlog (%d backlog jobs started since it was enqueued)", j.ID(), worker, after)
 		}
 		switch j.Kind() {
 		case "flaky":

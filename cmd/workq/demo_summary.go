@@ -55,6 +55,7 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 	t.row("redelivered", s.Redelivered, "deliveries after a stall, a death or a retry")
 	t.row("dead", s.Dead, fmt.Sprintf("in dead letters (%d)", qi.Dead))
 	t.row("cancelled", 1, demoCancelled+", while it waited: never ran")
+	t.row("urgent", d.urgentAfter.Load(), fmt.Sprintf("backlog jobs started between %s's enqueue and its start", demoUrgent))
 	t.row("throughput", fmt.Sprintf("%.0f jobs/s", float64(d.f.jobs)/procTook.Seconds()), "first delivery to last commit, waits for AckWait included")
 	t.row("wall time", wall.Round(10*time.Millisecond), "server start to summary")
 	_ = t.flush()
@@ -71,6 +72,9 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 	}
 	if s.Dead != 1 || qi.Dead != 1 {
 		problems = append(problems, fmt.Sprintf("%d dead (%d dead letters), want 1", s.Dead, qi.Dead))
+	}
+	if waiting := int64(d.f.jobs) - d.urgentAt.Load(); d.urgentAfter.Load() > waiting/2 {
+		problems = append(problems, fmt.Sprintf("%s started after %d of the %d jobs waiting before it", demoUrgent, d.urgentAfter.Load(), waiting))
 	}
 	if d.cancelledRan.Load() {
 		problems = append(problems, demoCancelled+" ran although it was cancelled")

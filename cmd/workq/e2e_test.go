@@ -473,7 +473,16 @@ func TestDemo(t *testing.T) {
 			t.Errorf("timed %d, want 1 delayed job + %d firings", timed, len(firings))
 		}
 	}
-	find(fmt.Sprintf(`^committed\s+%d\s+each exactly once\s*$`, 2999+timed))
+	// The 3000 jobs less the dead one, the timed ones and the urgent one.
+	find(fmt.Sprintf(`^committed\s+%d\s+each exactly once\s*$`, 2999+timed+1))
+	// The urgent job enqueued behind the backlog started ahead of it; the cancelled
+	// job never ran.
+	if m := find(`^urgent\s+(\d+)\s+backlog jobs started between`); m != nil {
+		if n, _ := strconv.Atoi(m[1]); n > 100 {
+			t.Errorf("the urgent job started after %d backlog jobs", n)
+		}
+	}
+	find(`^cancelled\s+1\s+oops-1, while it waited: never ran\s*$`)
 	find(`^reassigned\s+[1-9]\d*\s+late commits refused\s*$`)
 	find(`^dead\s+1\s+in dead letters \(1\)\s*$`)
 	if t.Failed() {

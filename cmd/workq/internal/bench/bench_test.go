@@ -156,6 +156,7 @@ func TestScenariosRun(t *testing.T) {
 		func() (bench.Pair, error) { return bench.EnqueueBatch(ctx, e, 500) },
 		func() (bench.Pair, error) { return bench.Process(ctx, e, 500, 4, 0, false) },
 		func() (bench.Pair, error) { return bench.Process(ctx, e, 500, 4, 0, true) },
+		func() (bench.Pair, error) { return bench.Priorities(ctx, e, 400, 4) },
 		func() (bench.Pair, error) { return bench.Limiter(ctx, e, 200) },
 	} {
 		p, err := run()

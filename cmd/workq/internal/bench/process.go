@@ -60,17 +60,32 @@ func Process(ctx context.Context, env Env, n, concurrency, prefetch int, fenced 
 	if prefetch > 0 {
 		opts = append(opts, consumer.Prefetch(prefetch))
 	}
+	res.Workq, err = drain(ctx, env, q, n, []int{queue.PriorityNormal}, opts)
+	return res, err
+}
+
+// drain fills queue q with n empty jobs spread evenly over the priority levels
+// given, then times a workq worker with opts and an empty handler draining it, until
+// the stream is empty; it returns the jobs per second.
+func drain(ctx context.Context, env Env, q string, n int, levels []int, opts []consumer.Option) (float64, error) {
+	js := env.JS
 	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }), opts...)
 	if err != nil {
-		return res, err
+		return 0, err
 	}
 	names, _ := queue.NamesFor(q)
-	if err := rawPublishAsync(ctx, js, names.JobsSubject, n); err != nil {
-		return res, err
+	for i, level := range levels {
+		k := n / len(levels)
+		if i == 0 {
+			k += n % len(levels)
+		}
+		if err := rawPublishAsync(ctx, js, names.LevelSubject(level), k); err != nil {
+			return 0, err
+		}
 	}
 	stream, err := js.Stream(ctx, names.Stream)
 	if err != nil {
-		return res, err
+		return 0, err
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -78,17 +93,17 @@ func Process(ctx context.Context, env Env, n, concurrency, prefetch int, fenced 
 	errc := make(chan error, 1)
 	go func() { errc <- w.Run(wctx) }()
 	if err := waitEmpty(ctx, stream); err != nil {
-		return res, err
+		return 0, err
 	}
-	res.Workq = rate(n, time.Since(start))
+	r := rate(n, time.Since(start))
 	stop()
 	if err := <-errc; err != nil {
-		return res, err
+		return 0, err
 	}
 	if s := w.Stats(); s.Committed != uint64(n) {
-		return res, fmt.Errorf("workq committed %d of %d jobs", s.Committed, n)
+		return 0, fmt.Errorf("workq committed %d of %d jobs", s.Committed, n)
 	}
-	return res, nil
+	return r, nil
 }
 
 // rawConsume drains the raw queue with the workers' consumer config and a Consume
