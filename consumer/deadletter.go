@@ -61,6 +61,7 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 		j.nak(w.cfg.backoff(1))
 		return
 	}
+	w.releaseUnique(ctx, j)
 	j.term()
 	if fence || !j.fenced {
 		w.stats.dead.Add(1)

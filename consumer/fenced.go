@@ -55,6 +55,9 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 			ErrExhausted, j.attempt, j.maxAttempts), true)
 		return
 	}
+	if j.unique != "" && !w.holdUnique(ctx, j) {
+		return
+	}
 	j.attempt = j.claim.Attempt
 	herr, cause := w.run(ctx, j)
 	w.background(func() {
@@ -205,6 +208,7 @@ func (w *Worker) commit(ctx context.Context, j *Job) {
 		w.outcomeFailed(j, "commit", err)
 		return
 	}
+	w.releaseUnique(ctx, j)
 	w.stats.committed.Add(1)
 	j.metrics.committed.Inc()
 	w.report(j, attempt.Committed, nil, 0)

@@ -32,6 +32,9 @@ type Job struct {
 	scheduledAt time.Time     // a delayed job's due time, or the time a periodic firing stands for
 	schedule    string        // the periodic schedule that fired the job
 	metrics     *kindMetrics  // the series of this job's queue and kind
+	unique      string        // the job's unique key (Workq-Unique), "" if none
+	uniqueFor   time.Duration // how long the key stays held after the job ends
+	uniqueRev   uint64        // the revision of the key this run holds; 0 if none (unique.go)
 
 	mu      sync.Mutex
 	claim   *record.Record          // fenced: this run's claim; Revision 0 until written
@@ -56,6 +59,9 @@ func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 		j.kind = j.kind[:queue.MaxKindLen] // such a job is dead-lettered before it runs
 	}
 	j.metrics = w.metrics.kinds.Get(j.kind)
+	if k := h.Get(queue.HeaderUnique); k != "" {
+		j.unique, j.uniqueFor = k, queue.UniqueFor(h)
+	}
 	if s := h.Get(queue.HeaderMaxAttempts); s != "" { // most jobs have none: no parse error to allocate
 		if n, err := strconv.Atoi(s); err == nil && n > 0 {
 			j.maxAttempts = n

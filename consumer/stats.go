@@ -20,6 +20,9 @@ type Stats struct {
 	Redelivered uint64 // deliveries with a delivery count above 1
 	Errors      uint64 // server errors that kept an outcome from being written (the job is redelivered)
 	Twins       uint64 // deliveries of a job this worker still held (a restarted server forgot the first): left to the first
+	// UniqueDropped counts unique jobs cancelled unrun because another job held their
+	// key: their enqueue had been taken over as an orphan before they were stored.
+	UniqueDropped uint64
 	// GroupCommits and GroupCommitted count, with GroupCommit on, the atomic batches
 	// the worker's record writes went out in and the writes they held; the other
 	// writes went out one by one (alone, or in a batch the server refused because one
@@ -30,7 +33,7 @@ type Stats struct {
 
 type counters struct {
 	started, committed, retried, dead, reassigned, alreadyDone, stale, busy, early, dropped,
-	handedBack, heartbeats, redelivered, errors, twins, cancelled atomic.Uint64
+	handedBack, heartbeats, redelivered, errors, twins, cancelled, uniqueDropped atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -39,6 +42,6 @@ func (c *counters) snapshot() Stats {
 		Dead: c.dead.Load(), Reassigned: c.reassigned.Load(), AlreadyDone: c.alreadyDone.Load(),
 		Stale: c.stale.Load(), Busy: c.busy.Load(), Early: c.early.Load(), Dropped: c.dropped.Load(), HandedBack: c.handedBack.Load(),
 		Heartbeats: c.heartbeats.Load(), Redelivered: c.redelivered.Load(), Errors: c.errors.Load(), Twins: c.twins.Load(),
-		Cancelled: c.cancelled.Load(),
+		Cancelled: c.cancelled.Load(), UniqueDropped: c.uniqueDropped.Load(),
 	}
 }

@@ -12,11 +12,15 @@ import (
 
 // processUnfenced runs one delivery without claim or commit: at-least-once.
 func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
+	if j.unique != "" && !w.holdUnique(ctx, j) {
+		return
+	}
 	herr, cause := w.run(ctx, j)
 	switch {
 	case errors.Is(cause, ErrCancelled):
 		w.dropCancelled(j, "stopped")
 	case herr == nil:
+		w.releaseUnique(ctx, j) // before the ack: a first run leaves no record to keep the key by
 		j.lease.stop()
 		if err := j.msg.Ack(); err != nil {
 			w.log.Warn("ack failed; the job will be redelivered", "job", j.id, "err", err)

@@ -59,11 +59,12 @@ type Worker struct {
 	health   atomic.Pointer[error] // why pulls fail; nil while they work
 	observe  attempt.Observer      // told each run's outcome; from Run's context, usually nil (observe.go)
 
-	limits    queueLimits     // the queue's limits (queue_limits.go)
-	gateCtx   context.Context // ends when Run stops pulling: waiting for a limit stops then
-	held      held            // deliveries held, by stream sequence (see twins.go)
-	finishing chan struct{}   // bounds background outcome writes
-	finishers sync.WaitGroup  // background outcome writes in progress
+	limits    queueLimits       // the queue's limits (queue_limits.go)
+	gateCtx   context.Context   // ends when Run stops pulling: waiting for a limit stops then
+	uniques   queue.LazyUniques // the unique bucket, opened by the first unique job (unique.go)
+	held      held              // deliveries held, by stream sequence (see twins.go)
+	finishing chan struct{}     // bounds background outcome writes
+	finishers sync.WaitGroup    // background outcome writes in progress
 }
 
 // New returns a worker for queue, creating the queue and its workers' consumer if
@@ -282,6 +283,12 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 		// Any client may set the kind; one this long could not be kept in the record.
 		w.reject(ctx, j, fmt.Errorf("%w: kind of %d bytes, longer than %d", ErrMalformed, n, queue.MaxKindLen))
 		return
+	}
+	if j.unique != "" {
+		if err := queue.CheckUniqueKey(j.unique); err != nil {
+			w.reject(ctx, j, fmt.Errorf("%w: %w", ErrMalformed, err))
+			return
+		}
 	}
 	release, err := w.limits.acquire(w.gateCtx, j)
 	if err != nil {

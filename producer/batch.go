@@ -52,6 +52,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 	res := make([]Result, len(jobs))
 	defer p.countBatch(start, res)
 	window := make([]pending, 0, min(p.cfg.maxInFlight, len(jobs)))
+	var uniqs []uniqueJob // the unique jobs published, with their reservations
 	failed := 0
 	fail := func(i int, err error) {
 		res[i].Err = fmt.Errorf("producer: enqueue job %s on queue %s: %w", res[i].ID, p.names.Queue, err)
@@ -122,6 +123,18 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 			failed++
 			continue
 		}
+		if j.Unique != "" {
+			r, err := p.reserve(ctx, &j)
+			switch {
+			case err != nil:
+				fail(i, err)
+				continue
+			case r.holder != "":
+				res[i].ID, res[i].Sequence, res[i].Duplicate = r.holder, r.seq, true
+				continue
+			}
+			uniqs = append(uniqs, uniqueJob{i: i, r: r})
+		}
 		for len(window) >= p.cfg.maxInFlight {
 			settle()
 		}
@@ -146,6 +159,11 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 	for len(window) > 0 {
 		settle()
 	}
+	for _, u := range uniqs {
+		if holder := p.settleUnique(ctx, u.r, res[u.i].ID, res[u.i].Err); holder != "" {
+			res[u.i].JobInfo = JobInfo{ID: holder, Duplicate: true, ScheduledAt: res[u.i].ScheduledAt}
+		}
+	}
 	switch {
 	case ctx.Err() != nil && failed > 0:
 		return res, fmt.Errorf("producer: batch of %d on queue %s: %d not confirmed: %w", len(jobs), p.names.Queue, failed, ctx.Err())
@@ -153,6 +171,12 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 		return res, fmt.Errorf("producer: batch of %d on queue %s: %d failed: %w", len(jobs), p.names.Queue, failed, ErrBatch)
 	}
 	return res, nil
+}
+
+// uniqueJob is a unique job of a batch, published under its reservation.
+type uniqueJob struct {
+	i int
+	r *reservation
 }
 
 // publishAsync sends msg without waiting: through the group writer when there is

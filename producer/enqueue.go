@@ -28,13 +28,21 @@ type Job struct {
 	// Priority is the job's priority level, PriorityLow to PriorityUrgent; 0 means
 	// PriorityNormal. See the Priority option.
 	Priority int
+	// Unique, when set, is the job's unique key: see the Unique option.
+	Unique string
+	// UniqueFor keeps the unique key held this long after the job ended: see the
+	// UniqueFor option.
+	UniqueFor time.Duration
 }
 
 // JobInfo says where a job landed.
 type JobInfo struct {
-	ID        string
-	Sequence  uint64 // stream sequence; for a duplicate, the original's
-	Duplicate bool   // the id was enqueued within the duplicate window, or is scheduled; nothing new was stored
+	ID       string
+	Sequence uint64 // stream sequence; for a duplicate, the original's
+	// Duplicate: nothing new was stored. The id was enqueued within the duplicate
+	// window, or is scheduled; or another job holds the unique key (Unique), and ID
+	// and Sequence are that job's.
+	Duplicate bool
 	// ScheduledAt is when a delayed job is due (At, After); zero for a job that
 	// runs at once. For a duplicate, the time of this enqueue, not the original's.
 	ScheduledAt time.Time
@@ -60,7 +68,26 @@ func (p *Producer) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueO
 		return JobInfo{}, err
 	}
 	start := time.Now()
+	var uniq *reservation
+	if j.Unique != "" {
+		if uniq, err = p.reserve(ctx, &j); err != nil {
+			p.metrics.errors.Inc()
+			return JobInfo{ID: j.ID}, fmt.Errorf("producer: enqueue job %s on queue %s: %w", j.ID, p.names.Queue, err)
+		}
+		if uniq.holder != "" {
+			p.metrics.enqueueTime.Observe(time.Since(start).Seconds())
+			p.metrics.duplicates.Inc()
+			return JobInfo{ID: uniq.holder, Sequence: uniq.seq, Duplicate: true, ScheduledAt: scheduledAt(msg)}, nil
+		}
+	}
 	ack, err := p.publish(ctx, msg)
+	if uniq != nil {
+		if holder := p.settleUnique(ctx, uniq, j.ID, err); holder != "" {
+			p.metrics.enqueueTime.Observe(time.Since(start).Seconds())
+			p.metrics.duplicates.Inc()
+			return JobInfo{ID: holder, Duplicate: true, ScheduledAt: scheduledAt(msg)}, nil
+		}
+	}
 	p.metrics.enqueueTime.Observe(time.Since(start).Seconds())
 	if err != nil {
 		p.metrics.errors.Inc()
@@ -122,6 +149,15 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 	}
 	if j.MaxAttempts > 0 {
 		h.Set(queue.HeaderMaxAttempts, strconv.Itoa(j.MaxAttempts))
+	}
+	if err := checkUnique(j); err != nil {
+		return nil, fmt.Errorf("producer: job %s: %w", j.ID, err)
+	}
+	if j.Unique != "" {
+		h.Set(queue.HeaderUnique, j.Unique)
+		if j.UniqueFor > 0 {
+			h.Set(queue.HeaderUniqueFor, strconv.FormatInt(queue.KeepSeconds(j.UniqueFor), 10))
+		}
 	}
 	msg := &nats.Msg{Subject: p.names.LevelJobSubject(level, j.ID), Data: j.Payload, Header: h}
 	if !j.At.IsZero() && time.Until(j.At) > 0 {

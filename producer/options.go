@@ -40,6 +40,7 @@ type config struct {
 	// replicaReads lets Status read records from any replica.
 	replicaReads bool
 	groupCommit  *bool
+	uniqueGrace  time.Duration
 }
 
 // Replicas sets the replica count of the queue's streams and bucket when this

@@ -54,6 +54,7 @@ type Producer struct {
 	group   *groupcommit.Writer // nil: single publishes
 	cfg     config
 	metrics *producerMetrics
+	uniques queue.LazyUniques // the unique bucket, opened by the first unique enqueue
 }
 
 // New returns a producer for queue, creating the queue's streams and bucket if they
@@ -66,7 +67,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...
 	case js == nil:
 		return nil, fmt.Errorf("producer: queue %s: %w", queueName, option.Nil("JetStream"))
 	}
-	cfg := config{maxInFlight: DefaultMaxInFlight, ackTimeout: DefaultAckTimeout}
+	cfg := config{maxInFlight: DefaultMaxInFlight, ackTimeout: DefaultAckTimeout, uniqueGrace: DefaultUniqueGrace}
 	for _, o := range opts {
 		if o == nil {
 			continue

@@ -28,6 +28,9 @@ type Names struct {
 	// schedule: a message schedule that the server fires onto JobsSubject at every
 	// time of the schedule. Outside the workers' filter.
 	PeriodicPrefix string
+	// UniqueBucket (WORKQ_<queue>_UNIQUE) holds the reservations of unique keys:
+	// key = unique key, value = a Reservation. Created when first needed.
+	UniqueBucket string
 }
 
 // ConsumerName is the durable consumer that every worker of a queue pulls from.
@@ -50,6 +53,7 @@ func NamesFor(q string) (Names, error) {
 
 		DelayedPrefix:  "workq." + q + ".delayed.",
 		PeriodicPrefix: "workq." + q + ".periodic.",
+		UniqueBucket:   "WORKQ_" + q + "_UNIQUE",
 	}, nil
 }
 
@@ -78,23 +82,27 @@ const MaxIDLen = 200
 // CheckID checks a job id: 1 to MaxIDLen characters of [A-Za-z0-9_=/.-], not starting
 // or ending with '.', and no "..". Such an id is both a valid KV key and a valid
 // subject suffix.
-func CheckID(id string) error {
-	if id == "" {
-		return fmt.Errorf("%w: job id is empty", naming.ErrInvalid)
+func CheckID(id string) error { return checkKey("job id", id) }
+
+// checkKey checks s, a job id or another name that is both a KV key and a subject
+// token, by CheckID's rules; what names it in the error.
+func checkKey(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: %s is empty", naming.ErrInvalid, what)
 	}
-	if len(id) > MaxIDLen {
-		return fmt.Errorf("%w: job id %.20q… is longer than %d characters", naming.ErrInvalid, id, MaxIDLen)
+	if len(s) > MaxIDLen {
+		return fmt.Errorf("%w: %s %.20q… is longer than %d characters", naming.ErrInvalid, what, s, MaxIDLen)
 	}
-	if id[0] == '.' || id[len(id)-1] == '.' || strings.Contains(id, "..") {
-		return fmt.Errorf("%w: job id %q: '.' may not start or end it or stand twice in a row", naming.ErrInvalid, id)
+	if s[0] == '.' || s[len(s)-1] == '.' || strings.Contains(s, "..") {
+		return fmt.Errorf("%w: %s %q: '.' may not start or end it or stand twice in a row", naming.ErrInvalid, what, s)
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 			c == '_' || c == '-' || c == '=' || c == '/' || c == '.'
 		if !ok {
-			return fmt.Errorf("%w: job id %q has %q at offset %d; only letters, digits and _-=/. are allowed in job ids",
-				naming.ErrInvalid, id, rune(c), i)
+			return fmt.Errorf("%w: %s %q has %q at offset %d; only letters, digits and _-=/. are allowed in %ss",
+				naming.ErrInvalid, what, s, rune(c), i, what)
 		}
 	}
 	return nil
