@@ -29,6 +29,8 @@ type enqueueFlags struct {
 	priority    int           // --priority, 0 for normal
 	at          string        // --at, an RFC 3339 time
 	in          time.Duration // --in
+	unique      string        // --unique
+	uniqueFor   time.Duration // --unique-for
 	jsonOut     bool
 	quiet       bool
 	groupCommit groupCommitFlag
@@ -51,18 +53,23 @@ a JSON object:
 
   {"payload": <string or any JSON>, "payload_base64": "...", "id": "...",
    "kind": "...", "headers": {"K": "v"}, "max_attempts": 3, "priority": 3,
-   "at": "2026-11-24T02:00:00Z" | "after": "10m"}
+   "at": "2026-11-24T02:00:00Z" | "after": "10m",
+   "unique": "...", "unique_for": "1h"}
 
 A string payload is enqueued as its text, any other JSON value as its JSON.
 "at" or "after" delays a job: the server keeps it and fires it at its time.
+"unique" (--unique) makes a job unique by that key: while a job with the key is
+scheduled, queued, running or retrying (and for "unique_for" / --unique-for after
+it ended), another one is a duplicate and nothing is stored.
 "priority" (--priority) is 1 (low), 2 (normal, the default), 3 (high) or 4
 (urgent): a worker takes waiting jobs of a higher level first.
---kind, --header, --max-attempts, --priority, --at and --in apply to every job;
---id to a single job.
+--kind, --header, --max-attempts, --priority, --at, --in, --unique and --unique-for
+apply to every job; --id to a single job.
 The exit status is non-zero if any job failed; the failed ones are named.`,
 		Example: `  workq enqueue emails '{"to":"ann@example.com"}' --id welcome-ann
   workq enqueue reminders 'call Ann' --in 10m
   workq enqueue reports '{"day":"mon"}' --at 2026-11-24T02:00:00+01:00
+  workq enqueue reports '{"day":"mon"}' --unique report-mon --unique-for 1h
   seq 1 1000 | workq enqueue numbers
   workq enqueue emails --file jobs.ndjson --ndjson --json`,
 		Args: rangeArgs(1, 2, "<queue> [payload]"),
@@ -85,6 +92,8 @@ The exit status is non-zero if any job failed; the failed ones are named.`,
 	fl.IntVar(&f.priority, "priority", 0, "priority level of these jobs: 1 low, 2 normal (default), 3 high, 4 urgent")
 	fl.StringVar(&f.at, "at", "", "delay the jobs until this RFC 3339 time (e.g. 2026-11-24T02:00:00Z)")
 	fl.DurationVar(&f.in, "in", 0, "delay the jobs by this duration (e.g. 90s, 10m)")
+	fl.StringVar(&f.unique, "unique", "", "unique key: a duplicate while a job with this key is scheduled, queued, running or retrying")
+	fl.DurationVar(&f.uniqueFor, "unique-for", 0, "keep the --unique key held this long after the job ended (whole seconds)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print each job's info as a JSON line")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the job ids")
 	fl.Var(&f.groupCommit, "group-commit", groupCommitUsage)
@@ -110,6 +119,10 @@ func (f *enqueueFlags) validate() error {
 		return errors.New("--at and --in exclude each other")
 	case f.in < 0:
 		return fmt.Errorf("--in %s: want a positive duration", f.in)
+	case f.uniqueFor < 0:
+		return fmt.Errorf("--unique-for %s: want a positive duration", f.uniqueFor)
+	case f.uniqueFor > 0 && f.unique == "":
+		return errors.New("--unique-for needs --unique")
 	case f.maxAttempts < 0:
 		return fmt.Errorf("--max-attempts %d: want ≥ 1", f.maxAttempts)
 	case f.priority != 0 && (f.priority < producer.PriorityLow || f.priority > producer.PriorityUrgent):
@@ -174,7 +187,8 @@ func (f *enqueueFlags) one(ctx context.Context, a *app, p *producer.Producer, in
 	}
 	octx, cancel := a.opCtx(ctx)
 	defer cancel()
-	info, err := p.Enqueue(octx, payload, producer.ID(f.id), producer.Kind(f.kind), headerOpts(f.header), producer.MaxAttempts(f.maxAttempts), producer.Priority(f.priority), producer.At(f.due()))
+	info, err := p.Enqueue(octx, payload, producer.ID(f.id), producer.Kind(f.kind), headerOpts(f.header), producer.MaxAttempts(f.maxAttempts), producer.Priority(f.priority), producer.At(f.due()),
+		producer.Unique(f.unique), producer.UniqueFor(f.uniqueFor))
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: interrupted; the job may or may not have been enqueued", f.queue)}
@@ -203,7 +217,7 @@ func parseHeaders(kvs []string) (nats.Header, error) {
 // base is the job every input line starts from: the flags' id, kind, headers,
 // attempt limit and due time.
 func (f *enqueueFlags) base() producer.Job {
-	return producer.Job{ID: f.id, Kind: f.kind, Header: f.header, MaxAttempts: f.maxAttempts, Priority: f.priority, At: f.due()}
+	return producer.Job{ID: f.id, Kind: f.kind, Header: f.header, MaxAttempts: f.maxAttempts, Priority: f.priority, At: f.due(), Unique: f.unique, UniqueFor: f.uniqueFor}
 }
 
 // due is when --at or --in delay the jobs to (--in counts from now); zero without
@@ -226,6 +240,8 @@ func (f *enqueueFlags) printEnqueued(w io.Writer, info producer.JobInfo) error {
 		return json.NewEncoder(w).Encode(jobOutput{ID: info.ID, Sequence: info.Sequence, Duplicate: info.Duplicate, ScheduledAt: info.ScheduledAt})
 	case f.quiet:
 		fmt.Fprintln(w, info.ID)
+	case info.Duplicate && f.unique != "":
+		fmt.Fprintf(w, "duplicate: unique key %s is held by job %s (sequence %d); nothing stored\n", f.unique, info.ID, info.Sequence)
 	case info.Duplicate && !info.ScheduledAt.IsZero():
 		fmt.Fprintf(w, "duplicate %s: already enqueued as sequence %d (scheduled, or within the dedup window); nothing stored\n", info.ID, info.Sequence)
 	case info.Duplicate:

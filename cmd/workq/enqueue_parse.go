@@ -29,9 +29,11 @@ type ndjsonJob struct {
 	Payload       json.RawMessage `json:"payload"`
 	PayloadBase64 string          `json:"payload_base64"`
 	MaxAttempts   int             `json:"max_attempts"`
-	Priority      int             `json:"priority"` // 1 low … 4 urgent; 0 or absent: --priority
-	At            string          `json:"at"`       // RFC 3339: delay the job until then
-	After         string          `json:"after"`    // a duration: delay the job by it
+	Priority      int             `json:"priority"`   // 1 low … 4 urgent; 0 or absent: --priority
+	At            string          `json:"at"`         // RFC 3339: delay the job until then
+	After         string          `json:"after"`      // a duration: delay the job by it
+	Unique        string          `json:"unique"`     // the job's unique key
+	UniqueFor     string          `json:"unique_for"` // a duration: keep the unique key held after the job ended
 }
 
 // parseJobLine turns one input line into a job: the line is the payload, or with
@@ -102,6 +104,16 @@ func parseJobLine(line []byte, n int, base producer.Job, ndjson bool) jobInput {
 			return jobInput{line: n, err: fmt.Errorf("after %q: want a positive duration such as 90s or 10m", nj.After)}
 		}
 		j.At = time.Now().Add(d)
+	}
+	if nj.Unique != "" {
+		j.Unique = nj.Unique
+	}
+	if nj.UniqueFor != "" {
+		d, err := time.ParseDuration(nj.UniqueFor)
+		if err != nil || d < 0 {
+			return jobInput{line: n, err: fmt.Errorf("unique_for %q: want a positive duration such as 90s or 1h", nj.UniqueFor)}
+		}
+		j.UniqueFor = d
 	}
 	for k, v := range nj.Headers {
 		if j.Header == nil {
