@@ -98,16 +98,27 @@ func (w *Worker) holdKey(ctx context.Context, j *Job) (string, error) {
 
 // releaseUnique ends unique job j's hold on its key, as it ends (committed, dead):
 // the key is released, or, with a keep period, rewritten with the job's end to
-// expire after it. Best effort: producers judge a key from the job's record too, so
-// a release that fails leaves the key held no longer than the job's keep period
-// (or, for a job without a record, the producers' grace).
+// expire after it. A job that ends without having run in this delivery (its
+// attempts used up by runs that never finished) releases the key if it still names
+// it. Best effort: producers judge a key from the job's record too, so a release
+// that fails leaves the key held no longer than the job's keep period (or, for a
+// job without a record, the producers' grace).
 func (w *Worker) releaseUnique(ctx context.Context, j *Job) {
-	if j.uniqueRev == 0 {
+	if j.unique == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(w.cfg.ackWait, 5*time.Second))
 	defer cancel()
 	u, err := w.uniques.Open(ctx, w.js, w.objects)
+	if err == nil && j.uniqueRev == 0 {
+		var e queue.UniqueEntry
+		var found bool
+		e, found, err = u.Get(ctx, j.unique)
+		if err == nil && (!found || e.Job != j.id || !e.FinishedAt.IsZero()) {
+			return
+		}
+		j.uniqueRev = e.Revision
+	}
 	if err == nil {
 		if j.uniqueFor > 0 {
 			now := time.Now()

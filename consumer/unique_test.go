@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -301,4 +302,49 @@ func TestUniqueKeyReleasedWhenDead(t *testing.T) {
 	if st := status(t, p, first.ID).State; st != producer.StateDead {
 		t.Fatalf("job %s is %s after its key was released, want dead", first.ID, st)
 	}
+}
+
+// A unique key that is not a valid key (set by another client) makes the job
+// malformed: it is dead-lettered without running.
+func TestUniqueBadKeyDeadLettered(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	p := newProducer(t, js, "ubk")
+	var runs atomic.Int64
+	runWorker(t, newWorker(t, js, "ubk", consumer.HandlerFunc(func(context.Context, *consumer.Job) error { runs.Add(1); return nil })))
+	publishUnique(t, js, "ubk", "bad", "a b")
+	testenv.Eventually(t, 10*time.Second, "the job dead", func() bool {
+		r, err := p.Status(testenv.Context(t, 5*time.Second), "bad")
+		return err == nil && r.State == producer.StateDead
+	})
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("the job ran %d times, want never", n)
+	}
+}
+
+// On a replicated queue (R3) the reservation and its checks work alike: the bucket
+// is created with the queue's replicas and without direct gets, and the second
+// enqueue is a duplicate; once the job is done, the key is free. Fails with the
+// bucket's direct gets left on (checked on its configuration).
+func TestUniqueReplicated(t *testing.T) {
+	t.Parallel()
+	cl := testenv.StartCluster(t, 3)
+	js := cl.JetStream(t)
+	p := newProducer(t, js, "urep", producer.Replicas(3))
+	first := enqueueUnique(t, p, "k")
+	if again := enqueueUnique(t, p, "k"); !again.Duplicate || again.ID != first.ID {
+		t.Fatalf("second enqueue = %+v, want a duplicate of %s", again, first.ID)
+	}
+	s, err := js.Stream(testenv.Context(t, 10*time.Second), "KV_WORKQ_urep_UNIQUE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := s.CachedInfo().Config; cfg.Replicas != 3 || cfg.AllowDirect || !cfg.AllowMsgTTL {
+		t.Fatalf("unique bucket: %d replicas, direct gets %v, per-key TTL %v; want 3, off, on", cfg.Replicas, cfg.AllowDirect, cfg.AllowMsgTTL)
+	}
+	runWorker(t, newWorker(t, js, "urep", consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }), consumer.Replicas(3)))
+	testenv.Eventually(t, 20*time.Second, "the key free after the job", func() bool {
+		return !enqueueUnique(t, p, "k").Duplicate
+	})
 }

@@ -286,6 +286,7 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 	}
 	if j.unique != "" {
 		if err := queue.CheckUniqueKey(j.unique); err != nil {
+			j.unique = "" // no key to hold or release
 			w.reject(ctx, j, fmt.Errorf("%w: %w", ErrMalformed, err))
 			return
 		}
