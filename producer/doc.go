@@ -8,4 +8,8 @@
 // Job ids are the dedup key: enqueuing an id that was enqueued within the queue's
 // duplicate window (default 2 minutes) stores nothing and reports Duplicate. Without
 // an ID option a unique, time-sortable id is generated.
+//
+// A unique key (Unique) goes further than the window: no second job with the key is
+// accepted while one is scheduled, queued, running or retrying, nor for UniqueFor
+// after it ended; the duplicate names the job that holds the key.
 package producer
