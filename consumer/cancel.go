@@ -58,6 +58,7 @@ func (w *Worker) lostClaim(j *Job, cause error, why string) {
 // server does not deliver it again (the cancel removed the message already, unless it
 // could not), and counted; how says whether a run was stopped or never started.
 func (w *Worker) dropCancelled(j *Job, how string) {
+	w.releaseUnique(context.Background(), j) // tidiness: producers see the cancelled record anyway
 	j.lease.stop()
 	w.stats.cancelled.Add(1)
 	j.metrics.cancelled.Inc()

@@ -182,13 +182,13 @@ type sighting struct {
 	seq        uint64
 }
 
-// sighting looks for job id in the order of its life: its schedule, its message,
-// its record. Each stage is written before the one before it goes (the server stores
+// sighting looks for job id in the order of its life: its schedule, its message
+// (at any priority level), its record. Each stage is written before the one before it goes (the server stores
 // a fired job before it removes the schedule; a worker writes the final record
 // before it acks), so a job that moves on between two reads is seen at its later
 // stage, and nothing seen means the job was never stored, or its record expired.
 func (p *Producer) sighting(ctx context.Context, id string) (sighting, error) {
-	for _, subject := range []string{p.names.DelayedSubject(id), p.names.JobSubject(id)} {
+	for _, subject := range append([]string{p.names.DelayedSubject(id)}, p.levelSubjects(id)...) {
 		m, err := p.objects.Stream.GetLastMsgForSubject(ctx, subject)
 		if err == nil {
 			return sighting{live: true, seq: m.Sequence}, nil

@@ -96,6 +96,22 @@ func TestUniqueDelayedJobHoldsKey(t *testing.T) {
 	}
 }
 
+// A unique job waiting at another priority level holds its key past the grace too.
+// Fails with the levels' subjects left out of the holder check.
+func TestUniqueJobAtAnotherLevelHoldsKey(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	p := mustNew(t, env.JetStream(t), "ul", producer.UniqueGrace(time.Second))
+	first := uniqueEnqueue(t, p, "page-oncall", producer.Priority(producer.PriorityUrgent))
+	if first.Duplicate {
+		t.Fatalf("first enqueue: %+v", first)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the grace: only the waiting job holds the key now
+	if again := uniqueEnqueue(t, p, "page-oncall"); !again.Duplicate || again.ID != first.ID || again.Sequence != first.Sequence {
+		t.Fatalf("enqueue while an urgent job waits = %+v, want a duplicate of %+v", again, first)
+	}
+}
+
 // A reservation whose job never came (its producer died between reserving and
 // publishing) keeps the key for the grace, and is taken over after it. Fails with
 // the grace ignored (taken at once) or the orphan never taken over.
