@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,5 +178,36 @@ func TestPriorityOfDelayedAndWaitingJobs(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "3 jobs started", func() bool { return len(order.snapshot()) == 3 })
 	if got := strings.Join(order.snapshot(), " "); got != "waiting later-high later-low" {
 		t.Errorf("start order %s; want waiting later-high later-low", got)
+	}
+}
+
+// Priorities survive a server restart: the levels' jobs and consumers are kept, and a
+// worker started after it takes the urgent job before the low ones enqueued first —
+// but for the one its single slot may have taken as it started, before the urgent
+// level's first pull came back (the levels' first pulls race).
+func TestPrioritiesSurviveRestart(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	const q = "prio-restart"
+	p := newProducer(t, js, q)
+	// A worker creates the levels' consumers, then stops.
+	w := newWorker(t, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }))
+	stop := runWorker(t, w)
+	stop()
+	enqueueLevel(t, p, 20, producer.PriorityLow, "low")
+	enqueueLevel(t, p, 1, producer.PriorityUrgent, "urgent")
+	env.Restart(t)
+
+	js = env.JetStream(t)
+	var order startOrder
+	w = newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		order.add(j.ID())
+		return nil
+	}), consumer.Concurrency(1))
+	runWorker(t, w)
+	testenv.Eventually(t, 30*time.Second, "21 jobs started", func() bool { return len(order.snapshot()) == 21 })
+	if i := slices.Index(order.snapshot(), "urgent-0"); i > 1 {
+		t.Errorf("the urgent job started %d-th after the restart, want first or second: %v", i+1, order.snapshot())
 	}
 }
