@@ -32,12 +32,23 @@ func run(args []string) int {
 	root.SetArgs(args)
 
 	// The first SIGINT/SIGTERM cancels the context (commands drain or clean up); a
-	// second one kills the process the default way.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// second one kills the process the default way (unless a command listens for it
+	// too, like the guard). This handler stops before the context is cancelled, so
+	// that whatever a command does on the cancel (such as telling the user to signal
+	// again) happens when a second signal kills: with the handler stopped after the
+	// cancel, a second signal sent on that word went nowhere.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	go func() {
-		<-ctx.Done()
-		stop()
+		select {
+		case <-sigs:
+			signal.Stop(sigs)
+			cancel()
+		case <-ctx.Done():
+		}
 	}()
 
 	err := root.ExecuteContext(ctx)
