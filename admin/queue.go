@@ -210,7 +210,7 @@ func (a *Admin) PurgeQueue(ctx context.Context, name string) (uint64, error) {
 }
 
 // DeleteQueue deletes the queue: its jobs stream with its workers' consumer, its dead
-// letters, its job records and its limits' slots and rate limiter. Workers still running on it stop with an error.
+// letters, its job records, its unique keys and its limits' slots and rate limiter. Workers still running on it stop with an error.
 func (a *Admin) DeleteQueue(ctx context.Context, name string) error {
 	n, err := names(ctx, name)
 	if err != nil {
@@ -220,7 +220,7 @@ func (a *Admin) DeleteQueue(ctx context.Context, name string) error {
 		return err
 	}
 	defer a.forget(n.Queue)
-	for _, stream := range []string{n.Stream, n.DeadStream, "KV_" + n.Bucket, "KV_" + n.LimitsBucket(), "WORKQ_LIMIT_" + n.RateLimiter()} {
+	for _, stream := range []string{n.Stream, n.DeadStream, "KV_" + n.Bucket, "KV_" + n.UniqueBucket, "KV_" + n.LimitsBucket(), "WORKQ_LIMIT_" + n.RateLimiter()} {
 		err := retry.Do(ctx, func(ctx context.Context) error {
 			err := a.js.DeleteStream(ctx, stream)
 			if errors.Is(err, jetstream.ErrStreamNotFound) {

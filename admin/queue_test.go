@@ -1,11 +1,15 @@
 package admin_test
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/workq/workq/admin"
+	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
 )
@@ -115,5 +119,47 @@ func TestCallsOnAMissingQueue(t *testing.T) {
 	}
 	if _, err := admin.New(nil); !errors.Is(err, producer.ErrInvalidOption) {
 		t.Errorf("New(nil): %v", err)
+	}
+}
+
+// DeleteQueue removes every object of the queue, the unique keys' bucket and the
+// limits' slots and rate limiter included.
+func TestDeleteQueueRemovesEverything(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	a := adm(t, js)
+	ctx := testenv.Context(t, 30*time.Second)
+	const q = "doomed"
+	p, err := producer.New(ctx, js, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Enqueue(ctx, []byte("x"), producer.Unique("once")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetLimits(ctx, q, admin.Limits{MaxRunning: 2, Rate: 10, RateWindow: admin.Duration(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	// A worker creates the limits' bucket and limiter when it reads the limits.
+	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }),
+		consumer.Logger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = w
+	streams := []string{"WORKQ_" + q, "WORKQ_" + q + "_DEAD", "KV_WORKQ_" + q + "_JOBS", "KV_WORKQ_" + q + "_UNIQUE", "KV_WORKQ_" + q + "_LIMITS", "WORKQ_LIMIT_queue-" + q}
+	for _, s := range streams[2:] {
+		if _, err := js.Stream(ctx, s); err != nil {
+			t.Fatalf("before DeleteQueue, stream %s: %v", s, err)
+		}
+	}
+	if err := a.DeleteQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range streams {
+		if _, err := js.Stream(ctx, s); !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Errorf("after DeleteQueue, stream %s: %v", s, err)
+		}
 	}
 }

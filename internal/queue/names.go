@@ -109,7 +109,8 @@ func checkKey(what, s string) error {
 }
 
 // JobID is a job message's id: its Nats-Msg-Id, else the subject's suffix after
-// workq.<queue>.jobs. (or a priority level's prefix), else "seq-<stream sequence>" for a plain publish without one.
+// workq.<queue>.jobs. (or a priority level's prefix), else "seq-<stream sequence>"
+// for a plain publish without one.
 // (The consumer derives the same id; it is here for readers outside it.)
 func (n Names) JobID(subject, msgID string, seq uint64) string {
 	if msgID != "" && CheckID(msgID) == nil {
