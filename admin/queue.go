@@ -42,6 +42,10 @@ type QueueInfo struct {
 	Storage         string    `json:"storage"`
 	Created         time.Time `json:"created"`
 	FirstJob        time.Time `json:"first_job,omitzero"` // when the oldest job was stored
+	// LastSequence is the stream's last sequence: it grows by one with every job
+	// stored (enqueued, fired or requeued) and every schedule written, so its
+	// difference over time is the queue's arrival rate.
+	LastSequence uint64 `json:"last_sequence"`
 }
 
 // Queues returns the info of every workq queue on the server, by name.
@@ -111,7 +115,7 @@ func (a *Admin) Queue(ctx context.Context, name string) (*QueueInfo, error) {
 		Limits: limitsOf(limits),
 		Name:   n.Queue, Stream: n.Stream, Bytes: si.State.Bytes,
 		Duplicates: Duration(si.Config.Duplicates), Replicas: si.Config.Replicas, Storage: si.Config.Storage.String(),
-		Created: si.Created,
+		Created: si.Created, LastSequence: si.State.LastSeq,
 	}
 	var ws queue.WorkersState
 	err = retry.Do(ctx, func(ctx context.Context) error {

@@ -119,7 +119,7 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 // none newer than prev, the job's finished record (nil if it has none). The record
 // of a delayed job cancelled as the server fired it says so: prev is that record.
 func (p *Producer) waiting(ctx context.Context, id string, prev *record.Record) (*record.Record, string, error) {
-	for _, subject := range p.jobSubjects(id) {
+	for _, subject := range p.names.JobSubjects(id) {
 		msg, err := p.objects.Stream.GetLastMsgForSubject(ctx, subject)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue

@@ -25,20 +25,3 @@ func level(p int) int {
 	}
 	return p
 }
-
-// jobSubjects are the subjects job id may wait on, to run now at any level (normal
-// first: most jobs are) or delayed.
-func (p *Producer) jobSubjects(id string) []string {
-	return append(p.levelSubjects(id), p.names.DelayedSubject(id))
-}
-
-// levelSubjects are the subjects job id may wait on to run now, normal first.
-func (p *Producer) levelSubjects(id string) []string {
-	out := []string{p.names.JobSubject(id)}
-	for _, l := range queue.Levels {
-		if l != PriorityNormal {
-			out = append(out, p.names.LevelJobSubject(l, id))
-		}
-	}
-	return out
-}

@@ -37,7 +37,7 @@ func (p *Producer) Status(ctx context.Context, id string) (*Record, error) {
 		if !errors.Is(err, record.ErrNotFound) {
 			return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
 		}
-		for _, subject := range p.jobSubjects(id) {
+		for _, subject := range p.names.JobSubjects(id) {
 			msg, err := p.objects.Stream.GetLastMsgForSubject(ctx, subject)
 			if err == nil {
 				return queuedRecord(p.names.Queue, id, msg), nil

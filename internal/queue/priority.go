@@ -64,6 +64,23 @@ func (n Names) LevelConsumer(p int) string {
 	return n.Consumer + "-p" + strconv.Itoa(p)
 }
 
+// JobSubjects are the subjects job id may wait on, to run now at any level (normal
+// first: most jobs are) or delayed.
+func (n Names) JobSubjects(id string) []string {
+	return append(n.LevelJobSubjects(id), n.DelayedSubject(id))
+}
+
+// LevelJobSubjects are the subjects job id may wait on to run now, normal first.
+func (n Names) LevelJobSubjects(id string) []string {
+	out := []string{n.JobSubject(id)}
+	for _, l := range Levels {
+		if l != PriorityNormal {
+			out = append(out, n.LevelJobSubject(l, id))
+		}
+	}
+	return out
+}
+
 // AllJobsFilter is every job subject of every level.
 func (n Names) AllJobsFilter() []string {
 	return append(n.JobsFilter(), n.PrioritySubjects()...)
