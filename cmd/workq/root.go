@@ -107,6 +107,7 @@ else nats://127.0.0.1:4222.`,
 		a.lockCommand(),
 		a.benchCommand(),
 		a.benchWorkerCommand(),
+		a.uiCommand(),
 	)
 	if g := a.guardCommand(); g != nil {
 		root.AddCommand(g)

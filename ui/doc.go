@@ -1,0 +1,21 @@
+// Package ui is workq's web dashboard: an http.Handler that shows queues, jobs,
+// dead letters, periodic schedules, locks and rate limiters, and lets an operator
+// pause and resume a queue, cancel a job, requeue and purge dead letters and pause,
+// resume or remove a schedule. `workq ui` serves it; a Go service can mount it
+// under a prefix of its own:
+//
+//	h, err := ui.New(adm, ui.Prefix("/workq"), ui.Token(os.Getenv("WORKQ_UI_TOKEN")))
+//	mux.Handle("/workq/", h)
+//
+// Every page is rendered on the server from Go templates, and everything it needs
+// (templates, style sheet, and the htmx library that refreshes the queue tables in
+// place) is embedded in the binary: the dashboard works offline and without
+// JavaScript, which only adds the refresh. It is built on package admin and does
+// nothing the admin API does not.
+//
+// Safety: every action is a POST carrying a CSRF token, and cross-origin POSTs are
+// refused; ReadOnly hides and refuses every action; Token and BasicAuth put the
+// dashboard behind a secret. Everything shown — payloads, errors, headers, names —
+// is escaped, and a strict Content-Security-Policy keeps a script that slipped
+// through from running.
+package ui

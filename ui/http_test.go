@@ -1,0 +1,375 @@
+package ui_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workq/workq/admin"
+	"github.com/workq/workq/testenv"
+	"github.com/workq/workq/ui"
+)
+
+// browser is an HTTP client with a cookie jar that does not follow redirects.
+func browser(t *testing.T) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
+
+// fetch sends req and returns the status, the body and the response.
+func fetch(t *testing.T, c *http.Client, req *http.Request) (int, string, *http.Response) {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b), resp
+}
+
+func get(t *testing.T, c *http.Client, u string) (int, string, *http.Response) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fetch(t, c, req)
+}
+
+func post(t *testing.T, c *http.Client, u string, form url.Values, hdr map[string]string) (int, string, *http.Response) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return fetch(t, c, req)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrfOf is the CSRF token in a page's forms.
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token in the page")
+	}
+	return m[1]
+}
+
+// cell is the text of the cell data-field=field in the row data-<attr>=key.
+func cell(page, attr, key, field string) string {
+	row := regexp.MustCompile(`(?s)<tr data-` + attr + `="` + regexp.QuoteMeta(key) + `">(.*?)</tr>`).FindStringSubmatch(page)
+	if row == nil {
+		return "<no row>"
+	}
+	c := regexp.MustCompile(`(?s)data-field="` + field + `"[^>]*>(.*?)</td>`).FindStringSubmatch(row[1])
+	if c == nil {
+		return "<no cell>"
+	}
+	return regexp.MustCompile(`<[^>]+>`).ReplaceAllString(c[1], "")
+}
+
+// The pages show what the fixture holds, escape what a job carries, and answer
+// 404 or 400 for what is not there.
+func TestPagesShowQueuesJobsDeadLettersLocks(t *testing.T) {
+	t.Parallel()
+	f := fill(t)
+	srv := f.serve(t)
+	c := browser(t)
+
+	status, page, resp := get(t, c, srv.URL+"/")
+	if status != 200 {
+		t.Fatalf("GET /: %d\n%s", status, page)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+		t.Fatalf("Content-Security-Policy = %q", csp)
+	}
+	for _, want := range []struct{ queue, field, value string }{
+		{"emails", "dead", "2"}, {"emails", "running", "1"}, {"emails", "retrying", "1"}, {"emails", "scheduled", "1"},
+		{"emails", "status", "active"}, {"reports", "waiting", "3"}, {"reports", "status", "no workers yet"},
+	} {
+		if got := cell(page, "queue", want.queue, want.field); got != want.value {
+			t.Errorf("queues page: %s %s = %q; want %q", want.queue, want.field, got, want.value)
+		}
+	}
+
+	_, page, _ = get(t, c, srv.URL+"/queues/emails")
+	for _, id := range []string{"welcome-1", "welcome-2", "slow-1", "flaky-1", "bounce-1", "bounce-2", "digest", "cancel-me"} {
+		if !strings.Contains(page, `data-job="`+id+`"`) {
+			t.Errorf("queue page lists no job %s", id)
+		}
+	}
+	_, page, _ = get(t, c, srv.URL+"/queues/emails?state=dead")
+	if n := strings.Count(page, "data-job="); n != 2 || !strings.Contains(page, `data-job="bounce-1"`) {
+		t.Errorf("queue page, state dead: %d jobs listed; want bounce-1 and bounce-2", n)
+	}
+
+	// A dead job with a hostile payload and error: shown as text, escaped.
+	_, page, _ = get(t, c, srv.URL+"/queues/emails/jobs/bounce-1")
+	if strings.Contains(page, "<script>window.pwned") || strings.Contains(page, "<img src=x") ||
+		!strings.Contains(page, "&lt;script&gt;window.pwned=3&lt;/script&gt;") {
+		t.Errorf("job page does not escape the error:\n%s", page)
+	}
+	_, page, _ = get(t, c, srv.URL+"/queues/emails/dead")
+	seq := regexp.MustCompile(`data-dead="(\d+)"`).FindStringSubmatch(page)
+	if strings.Count(page, "data-dead=") != 2 || seq == nil {
+		t.Fatalf("dead letters page lists %d; want 2", strings.Count(page, "data-dead="))
+	}
+	_, page, _ = get(t, c, srv.URL+"/queues/emails/dead/"+seq[1])
+	if strings.Contains(page, "<script>window.pwned") || !strings.Contains(page, "&lt;script&gt;window.pwned=1&lt;/script&gt;&lt;img src=x") {
+		t.Errorf("dead letter page does not show the payload escaped:\n%s", page)
+	}
+	// A done job's result, pretty-printed; a queued job's binary payload as hex.
+	_, page, _ = get(t, c, srv.URL+"/queues/emails/jobs/welcome-1")
+	if !strings.Contains(page, "&#34;sent&#34;: true") || !strings.Contains(page, "the job finished") {
+		t.Errorf("done job page: no pretty result, or no note on its message:\n%s", page)
+	}
+	_, page, _ = get(t, c, srv.URL+"/queues/reports/jobs/report-2")
+	if !strings.Contains(page, `data-format="binary"`) || !strings.Contains(page, "00 01 fe ff 70 64 66") {
+		t.Errorf("queued job page: no hex dump of the binary payload:\n%s", page)
+	}
+	_, page, _ = get(t, c, srv.URL+"/queues/emails/schedules")
+	if cell(page, "schedule", "nightly", "status") != "active" {
+		t.Errorf("schedules page: nightly not active:\n%s", page)
+	}
+	_, page, _ = get(t, c, srv.URL+"/locks")
+	for _, want := range []string{`data-lock="invoice-run"`, `data-lock="pdf-render"`, "billing-cron"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("locks page has no %s", want)
+		}
+	}
+	if got := cell(page, "limiter", "partner-api", "used"); got != "3" {
+		t.Errorf("locks page: partner-api used %q; want 3", got)
+	}
+
+	// Search by id.
+	status, _, resp = get(t, c, srv.URL+"/search?queue=emails&id=flaky-1")
+	if status != http.StatusSeeOther || resp.Header.Get("Location") != "/queues/emails/jobs/flaky-1" {
+		t.Errorf("search: %d to %q", status, resp.Header.Get("Location"))
+	}
+	status, _, resp = get(t, c, srv.URL+"/search?queue=emails&id=nobody")
+	if status != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "missing=nobody") {
+		t.Errorf("search of a missing id: %d to %q", status, resp.Header.Get("Location"))
+	}
+
+	for path, want := range map[string]int{
+		"/queues/nosuch":                 404,
+		"/queues/emails/jobs/nobody":     404,
+		"/queues/emails/dead/999":        404,
+		"/queues/emails/dead/x":          404,
+		"/queues/bad%20name":             400,
+		"/queues/emails/jobs/bad%20id":   400,
+		"/queues/nosuch/schedules":       404,
+		"/nothing":                       404,
+		"/queues/emails/jobs/a%2F..%2Fb": 400,
+	} {
+		if status, page, _ := get(t, c, srv.URL+path); status != want {
+			t.Errorf("GET %s: %d; want %d\n%s", path, status, want, page)
+		}
+	}
+}
+
+// An action needs the page's CSRF token and a same-origin request; read-only mode
+// offers no action and refuses them all.
+func TestActionsWantCSRFAndAreRefusedReadOnly(t *testing.T) {
+	t.Parallel()
+	f := fill(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	paused := func() bool {
+		qi, err := f.adm.Queue(ctx, "emails")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return qi.Paused
+	}
+
+	ro := f.serve(t, ui.ReadOnly())
+	c := browser(t)
+	for _, path := range []string{"/", "/queues/emails", "/queues/emails/dead", "/queues/emails/jobs/slow-1", "/queues/emails/schedules"} {
+		if _, page, _ := get(t, c, ro.URL+path); strings.Contains(page, `method="post"`) || strings.Contains(page, "<button") && !strings.Contains(path, "emails") {
+			t.Errorf("read-only %s offers an action:\n%s", path, page)
+		}
+	}
+	_, page, _ := get(t, c, ro.URL+"/queues/emails")
+	if strings.Contains(page, "Pause queue") || strings.Contains(page, `name="csrf"`) {
+		t.Errorf("read-only queue page offers a pause")
+	}
+	status, _, _ := post(t, c, ro.URL+"/queues/emails/pause", url.Values{}, nil)
+	if status != http.StatusForbidden || paused() {
+		t.Errorf("read-only pause: %d, paused %v; want 403 and not paused", status, paused())
+	}
+
+	srv := f.serve(t)
+	_, page, _ = get(t, c, srv.URL+"/queues/emails")
+	token := csrfOf(t, page)
+	status, _, _ = post(t, c, srv.URL+"/queues/emails/pause", url.Values{}, nil)
+	if status != http.StatusForbidden || paused() {
+		t.Errorf("pause without the CSRF token: %d, paused %v; want 403", status, paused())
+	}
+	status, _, _ = post(t, c, srv.URL+"/queues/emails/pause", url.Values{"csrf": {token + "x"}}, nil)
+	if status != http.StatusForbidden || paused() {
+		t.Errorf("pause with a wrong CSRF token: %d, paused %v; want 403", status, paused())
+	}
+	status, _, _ = post(t, c, srv.URL+"/queues/emails/pause", url.Values{"csrf": {token}}, map[string]string{"Sec-Fetch-Site": "cross-site"})
+	if status != http.StatusForbidden || paused() {
+		t.Errorf("cross-site pause: %d, paused %v; want 403", status, paused())
+	}
+	// Another client (a page elsewhere) without the cookie, copying a token it saw.
+	status, _, _ = post(t, browser(t), srv.URL+"/queues/emails/pause", url.Values{"csrf": {token}}, nil)
+	if status != http.StatusForbidden || paused() {
+		t.Errorf("pause without the cookie: %d, paused %v; want 403", status, paused())
+	}
+	status, _, resp := post(t, c, srv.URL+"/queues/emails/pause", url.Values{"csrf": {token}}, nil)
+	if status != http.StatusSeeOther || !paused() {
+		t.Fatalf("pause: %d, paused %v; want 303 and paused", status, paused())
+	}
+	_, page, _ = get(t, c, srv.URL+resp.Header.Get("Location"))
+	if !strings.Contains(page, "Queue paused") || !strings.Contains(page, "Resume queue") {
+		t.Errorf("after the pause, the page says nothing of it:\n%s", page)
+	}
+	if status, _, _ = post(t, c, srv.URL+"/queues/emails/resume", url.Values{"csrf": {token}}, nil); status != http.StatusSeeOther {
+		t.Errorf("resume: %d", status)
+	}
+	// A resume is a pause that ends 10 ms later (admin.ResumeQueue).
+	testenv.Eventually(t, 5*time.Second, "resumed", func() bool { return !paused() })
+
+	// Purge asks first; confirmed, it purges.
+	status, page, _ = post(t, c, srv.URL+"/queues/emails/dead/purge", url.Values{"csrf": {token}}, nil)
+	if qi, _ := f.adm.Queue(ctx, "emails"); status != 200 || !strings.Contains(page, `id="confirm"`) || qi.Dead != 2 {
+		t.Fatalf("purge without confirm: %d, %d dead; want the confirmation page, 2 dead", status, qi.Dead)
+	}
+	status, _, resp = post(t, c, srv.URL+"/queues/emails/dead/purge", url.Values{"csrf": {token}, "confirm": {"1"}}, nil)
+	if qi, _ := f.adm.Queue(ctx, "emails"); status != http.StatusSeeOther || qi.Dead != 0 || !strings.Contains(resp.Header.Get("Location"), "done=purged&n=2") {
+		t.Fatalf("confirmed purge: %d, %d dead, to %q", status, qi.Dead, resp.Header.Get("Location"))
+	}
+	// A flash code not known says nothing; a known one cannot be made to say more.
+	_, page, _ = get(t, c, srv.URL+"/queues/emails/dead?done=<b>hacked</b>")
+	if strings.Contains(page, "hacked") {
+		t.Errorf("an unknown flash code was shown")
+	}
+	// Cancel a running job from its page.
+	status, _, _ = post(t, c, srv.URL+"/queues/emails/jobs/slow-1/cancel", url.Values{"csrf": {token}}, nil)
+	if r, err := f.adm.Job(ctx, "emails", "slow-1"); status != http.StatusSeeOther || err != nil || r.State != "cancelled" {
+		t.Errorf("cancel: %d, record %+v, %v", status, r, err)
+	}
+	if status, page, _ = post(t, c, srv.URL+"/queues/emails/jobs/welcome-1/cancel", url.Values{"csrf": {token}}, nil); status != http.StatusBadRequest {
+		t.Errorf("cancel of a done job: %d; want 400\n%s", status, page)
+	}
+	// Schedules: pause, resume, remove.
+	for _, step := range []struct{ action, want string }{{"pause", "paused"}, {"resume", "active"}} {
+		post(t, c, srv.URL+"/queues/emails/schedules/nightly/"+step.action, url.Values{"csrf": {token}}, nil)
+		_, page, _ = get(t, c, srv.URL+"/queues/emails/schedules")
+		if got := cell(page, "schedule", "nightly", "status"); got != step.want {
+			t.Errorf("after %s, schedule nightly is %q; want %q", step.action, got, step.want)
+		}
+	}
+	post(t, c, srv.URL+"/queues/emails/schedules/nightly/remove", url.Values{"csrf": {token}}, nil)
+	if ss, err := f.adm.Schedules(ctx, "emails"); err != nil || len(ss) != 0 {
+		t.Errorf("after remove: schedules %v, %v", ss, err)
+	}
+}
+
+// With a token, a browser is sent to the login page, which sets a session cookie;
+// scripts send the token as a bearer. Basic auth challenges.
+func TestTokenAndBasicAuth(t *testing.T) {
+	t.Parallel()
+	f := fill(t)
+	srv := f.serve(t, ui.Token("s3cret"), ui.Prefix("/workq"))
+	c := browser(t)
+	status, _, resp := get(t, c, srv.URL+"/workq/queues/emails")
+	if loc := resp.Header.Get("Location"); status != http.StatusSeeOther || loc != "/workq/login?next=%2Fworkq%2Fqueues%2Femails" {
+		t.Fatalf("without the token: %d to %q; want the login page", status, loc)
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/workq/", nil)
+	req.Header.Set("Authorization", "Bearer wrong")
+	if status, _, _ := fetch(t, c, req); status == 200 {
+		t.Fatal("a wrong bearer token was let in")
+	}
+	req.Header.Set("Authorization", "Bearer s3cret")
+	if status, page, _ := fetch(t, c, req); status != 200 || !strings.Contains(page, `href="/workq/queues/emails"`) {
+		t.Fatalf("bearer token: %d, or links without the prefix", status)
+	}
+	if status, _, _ := post(t, c, srv.URL+"/workq/login", url.Values{"token": {"nope"}, "next": {"/workq/locks"}}, nil); status != http.StatusUnauthorized {
+		t.Fatalf("login with a wrong token: %d; want 401", status)
+	}
+	if status, _, _ := get(t, c, srv.URL+"/workq/"); status == 200 {
+		t.Fatal("a wrong login let the browser in")
+	}
+	status, _, resp = post(t, c, srv.URL+"/workq/login", url.Values{"token": {"s3cret"}, "next": {"//evil.example/x"}}, nil)
+	if status != http.StatusSeeOther || resp.Header.Get("Location") != "/workq/" {
+		t.Fatalf("login: %d to %q; want /workq/ (not the foreign next)", status, resp.Header.Get("Location"))
+	}
+	for _, ck := range resp.Cookies() {
+		if strings.Contains(ck.Value, "s3cret") {
+			t.Fatal("the session cookie holds the token")
+		}
+	}
+	if status, _, _ := get(t, c, srv.URL+"/workq/locks"); status != 200 {
+		t.Fatalf("after login: %d", status)
+	}
+	req, _ = http.NewRequest(http.MethodGet, srv.URL+"/locks", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	if status, _, _ := fetch(t, c, req); status != 404 {
+		t.Errorf("outside the prefix: %d; want 404", status)
+	}
+
+	basic := f.serve(t, ui.BasicAuth("ops", "pw"))
+	status, _, resp = get(t, c, basic.URL+"/")
+	if status != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
+		t.Fatalf("basic auth without credentials: %d, %q", status, resp.Header.Get("WWW-Authenticate"))
+	}
+	for pw, want := range map[string]int{"bad": 401, "pw": 200} {
+		req, _ := http.NewRequest(http.MethodGet, basic.URL+"/", nil)
+		req.SetBasicAuth("ops", pw)
+		if status, _, _ := fetch(t, c, req); status != want {
+			t.Errorf("basic auth with password %q: %d; want %d", pw, status, want)
+		}
+	}
+}
+
+// New refuses options that would open or break the dashboard.
+func TestOptionsRefused(t *testing.T) {
+	t.Parallel()
+	adm, err := admin.New(testenv.Start(t).JetStream(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, opt := range map[string]ui.Option{
+		"empty token":    ui.Token(""),
+		"empty password": ui.BasicAuth("ops", ""),
+		"user with ':'":  ui.BasicAuth("a:b", "pw"),
+		"relative path":  ui.Prefix("workq"),
+		"quote in path":  ui.Prefix(`/a"b`),
+		"fast refresh":   ui.Refresh(time.Millisecond),
+		"nil logger":     ui.Logger(nil),
+		"nil option":     nil,
+	} {
+		if _, err := ui.New(adm, opt); !errors.Is(err, ui.ErrInvalidOption) {
+			t.Errorf("%s: %v; want ErrInvalidOption", name, err)
+		}
+	}
+	if _, err := ui.New(nil); !errors.Is(err, ui.ErrInvalidOption) {
+		t.Errorf("nil admin: %v; want ErrInvalidOption", err)
+	}
+}

@@ -1,0 +1,136 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/workq/workq/admin"
+	"github.com/workq/workq/producer"
+)
+
+// queueRow is a queue as the tables show it.
+type queueRow struct {
+	admin.QueueInfo
+	Rate Rate
+}
+
+// queuesPage lists every queue with its numbers; its table refreshes itself.
+func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request) {
+	qs, err := h.adm.Queues(r.Context())
+	if err != nil {
+		h.fail(w, r, http.StatusBadGateway, "reading the queues: "+err.Error())
+		return
+	}
+	now := time.Now()
+	live := map[string]bool{}
+	rows := make([]queueRow, len(qs))
+	for i, q := range qs {
+		live[q.Name] = true
+		rows[i] = queueRow{QueueInfo: q, Rate: h.rates.observe(q, now)}
+	}
+	h.rates.forget(live)
+	h.render(w, r, http.StatusOK, "queues", "Queues", rows)
+}
+
+// queueView is the queue page: the queue, a page of its jobs and the query.
+type queueView struct {
+	Queue    queueRow
+	Jobs     *admin.JobPage
+	State    string
+	Kind     string
+	Cursor   string
+	States   []string
+	JobsErr  string
+	NotFound string // a searched id that is not there
+}
+
+var jobStates = []string{"scheduled", "queued", "running", "retrying", "done", "dead", "cancelled"}
+
+// jobsPerPage is the size of a page of the job list.
+const jobsPerPage = 50
+
+// queuePage shows a queue's numbers (refreshing) and its jobs, filtered by state and
+// kind, a page at a time.
+func (h *handler) queuePage(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("queue")
+	qi, ok := h.queue(w, r, name)
+	if !ok {
+		return
+	}
+	v := queueView{Queue: queueRow{QueueInfo: *qi, Rate: h.rates.observe(*qi, time.Now())}, States: jobStates}
+	q := r.URL.Query()
+	v.State, v.Kind, v.Cursor = q.Get("state"), q.Get("kind"), q.Get("cursor")
+	if r.Header.Get("HX-Request") != "true" || q.Get("fragment") == "" { // the refresh shows the numbers only
+		page, err := h.adm.Jobs(r.Context(), name, admin.JobQuery{State: producer.State(v.State), Kind: v.Kind, Limit: jobsPerPage, Cursor: v.Cursor})
+		if err != nil {
+			v.JobsErr = err.Error()
+		}
+		v.Jobs = page
+	}
+	v.NotFound = q.Get("missing")
+	h.render(w, r, http.StatusOK, "queue", "Queue "+name, v)
+}
+
+// queue reads queue name's info, answering 404 or 502 if it cannot.
+func (h *handler) queue(w http.ResponseWriter, r *http.Request, name string) (*admin.QueueInfo, bool) {
+	qi, err := h.adm.Queue(r.Context(), name)
+	if err != nil {
+		h.failFor(w, r, err)
+		return nil, false
+	}
+	return qi, true
+}
+
+// failFor renders the error page for an admin call's error: not found (404), bad
+// input (400), or the server (502).
+func (h *handler) failFor(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, admin.ErrNoQueue), errors.Is(err, admin.ErrNotFound), errors.Is(err, admin.ErrNoDeadLetter):
+		h.fail(w, r, http.StatusNotFound, err.Error())
+	case errors.Is(err, producer.ErrInvalidName), errors.Is(err, producer.ErrInvalidOption), errors.Is(err, admin.ErrFinished),
+		errors.Is(err, admin.ErrNoWorkers):
+		h.fail(w, r, http.StatusBadRequest, err.Error())
+	default:
+		h.fail(w, r, http.StatusBadGateway, err.Error())
+	}
+}
+
+// search goes to the job page of the id asked for, or back to the queue saying it
+// is not there.
+func (h *handler) search(w http.ResponseWriter, r *http.Request) {
+	name, id := r.URL.Query().Get("queue"), r.URL.Query().Get("id")
+	if name == "" || id == "" {
+		h.fail(w, r, http.StatusBadRequest, "search wants a queue and a job id")
+		return
+	}
+	if _, err := h.adm.Job(r.Context(), name, id); err != nil {
+		if errors.Is(err, admin.ErrNotFound) {
+			http.Redirect(w, r, h.cfg.prefix+"/queues/"+pathEscape(name)+"?missing="+pathEscape(id), http.StatusSeeOther)
+			return
+		}
+		h.failFor(w, r, err)
+		return
+	}
+	http.Redirect(w, r, h.cfg.prefix+"/queues/"+pathEscape(name)+"/jobs/"+pathEscape(id), http.StatusSeeOther)
+}
+
+// pauseQueue and resumeQueue pause and resume a queue.
+func (h *handler) pauseQueue(w http.ResponseWriter, r *http.Request) {
+	h.queueAction(w, r, "paused", h.adm.PauseQueue)
+}
+
+func (h *handler) resumeQueue(w http.ResponseWriter, r *http.Request) {
+	h.queueAction(w, r, "resumed", h.adm.ResumeQueue)
+}
+
+func (h *handler) queueAction(w http.ResponseWriter, r *http.Request, done string, fn func(ctx context.Context, name string) error) {
+	name := r.PathValue("queue")
+	if err := fn(r.Context(), name); err != nil {
+		h.failFor(w, r, err)
+		return
+	}
+	h.cfg.logger.Info("ui: queue "+done, "queue", name, "remote", r.RemoteAddr)
+	h.redirect(w, r, "/queues/"+pathEscape(name), done, 0)
+}
