@@ -130,3 +130,17 @@ func (a *Admin) forget(name string) {
 	defer a.mu.Unlock()
 	delete(a.producers, name)
 }
+
+// eachStream calls fn with the info of every stream that has a subject matching
+// subject. A transient error retries the whole listing: reset is called before each
+// try, so that fn starts over.
+func (a *Admin) eachStream(ctx context.Context, subject string, reset func(), fn func(*jetstream.StreamInfo)) error {
+	return retry.Do(ctx, func(ctx context.Context) error {
+		reset()
+		l := a.js.ListStreams(ctx, jetstream.WithStreamListSubject(subject))
+		for si := range l.Info() {
+			fn(si)
+		}
+		return l.Err()
+	})
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/option"
-	"github.com/workq/workq/internal/retry"
 	"github.com/workq/workq/kvlock"
 )
 
@@ -28,16 +27,10 @@ func (a *Admin) LockBuckets(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("admin: lock buckets: %w", option.Nil("context"))
 	}
 	var out []string
-	err := retry.Do(ctx, func(ctx context.Context) error {
-		out = out[:0]
-		l := a.js.ListStreams(ctx, jetstream.WithStreamListSubject("$KV.>"))
-		for si := range l.Info() {
-			b, ok := strings.CutPrefix(si.Config.Name, "KV_")
-			if ok && si.Config.Description == lockBucketDescription {
-				out = append(out, b)
-			}
+	err := a.eachStream(ctx, "$KV.>", func() { out = out[:0] }, func(si *jetstream.StreamInfo) {
+		if b, ok := strings.CutPrefix(si.Config.Name, "KV_"); ok && si.Config.Description == lockBucketDescription {
+			out = append(out, b)
 		}
-		return l.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("admin: list lock buckets: %w", err)
@@ -85,21 +78,16 @@ func (a *Admin) Limiters(ctx context.Context) ([]LimiterInfo, error) {
 		return nil, fmt.Errorf("admin: limiters: %w", option.Nil("context"))
 	}
 	var out []LimiterInfo
-	err := retry.Do(ctx, func(ctx context.Context) error {
-		out = out[:0]
-		l := a.js.ListStreams(ctx, jetstream.WithStreamListSubject("workq.limit.*"))
-		for si := range l.Info() {
-			name, ok := strings.CutPrefix(si.Config.Name, "WORKQ_LIMIT_")
-			if !ok {
-				continue
-			}
-			li := LimiterInfo{Name: name, Rate: int(si.Config.MaxMsgsPerSubject), Window: Duration(si.Config.MaxAge), Used: int(si.State.Msgs)}
-			if si.State.Msgs > 0 {
-				li.Last = si.State.LastTime
-			}
-			out = append(out, li)
+	err := a.eachStream(ctx, "workq.limit.*", func() { out = out[:0] }, func(si *jetstream.StreamInfo) {
+		name, ok := strings.CutPrefix(si.Config.Name, "WORKQ_LIMIT_")
+		if !ok {
+			return
 		}
-		return l.Err()
+		li := LimiterInfo{Name: name, Rate: int(si.Config.MaxMsgsPerSubject), Window: Duration(si.Config.MaxAge), Used: int(si.State.Msgs)}
+		if si.State.Msgs > 0 {
+			li.Last = si.State.LastTime
+		}
+		out = append(out, li)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("admin: list limiters: %w", err)

@@ -54,20 +54,15 @@ func (a *Admin) Queues(ctx context.Context) ([]QueueInfo, error) {
 		return nil, fmt.Errorf("admin: list queues: %w", option.Nil("context"))
 	}
 	var names []string
-	err := retry.Do(ctx, func(ctx context.Context) error {
-		names = names[:0]
-		l := a.js.ListStreams(ctx, jetstream.WithStreamListSubject("workq.*.jobs"))
-		for si := range l.Info() {
-			q, ok := strings.CutPrefix(si.Config.Name, "WORKQ_")
-			if !ok {
-				continue
-			}
-			if n, err := queue.NamesFor(q); err != nil || n.Stream != si.Config.Name || !contains(si.Config.Subjects, n.JobsSubject) {
-				continue
-			}
-			names = append(names, q)
+	err := a.eachStream(ctx, "workq.*.jobs", func() { names = names[:0] }, func(si *jetstream.StreamInfo) {
+		q, ok := strings.CutPrefix(si.Config.Name, "WORKQ_")
+		if !ok {
+			return
 		}
-		return l.Err()
+		if n, err := queue.NamesFor(q); err != nil || n.Stream != si.Config.Name || !contains(si.Config.Subjects, n.JobsSubject) {
+			return
+		}
+		names = append(names, q)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
