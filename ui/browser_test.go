@@ -198,7 +198,7 @@ func TestBrowserDashboard(t *testing.T) {
 	tb.screenshot("job")
 	tb.open(srv.URL+"/queues/emails/dead", "#dead-list")
 	tb.screenshot("dead-letters")
-	tb.click(`#dead-list a[href*="/dead/"]`, "pre.payload")
+	tb.click(`tr[data-dead]:has(a[href$="/jobs/bounce-1"]) a[href*="/dead/"]`, "pre.payload")
 	if got := tb.text("pre.payload"); !strings.Contains(got, hostilePayload) {
 		t.Errorf("dead letter page: payload %q; want it as text", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/workq/workq/admin"
@@ -107,7 +108,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := h.adm.Job(r.Context(), name, id); err != nil {
 		if errors.Is(err, admin.ErrNotFound) {
-			http.Redirect(w, r, h.cfg.prefix+"/queues/"+pathEscape(name)+"?missing="+pathEscape(id), http.StatusSeeOther)
+			http.Redirect(w, r, h.cfg.prefix+"/queues/"+pathEscape(name)+"?missing="+url.QueryEscape(id), http.StatusSeeOther)
 			return
 		}
 		h.failFor(w, r, err)
