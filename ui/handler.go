@@ -13,6 +13,7 @@ type handler struct {
 	adm   *admin.Admin
 	pages *pages
 	rates *rates
+	snap  *snapshot
 	mux   *http.ServeMux
 	xorg  *http.CrossOriginProtection
 }
@@ -36,7 +37,7 @@ func New(adm *admin.Admin, opts ...Option) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &handler{cfg: cfg, adm: adm, pages: ps, rates: newRates(), mux: http.NewServeMux(), xorg: http.NewCrossOriginProtection()}
+	h := &handler{cfg: cfg, adm: adm, pages: ps, rates: newRates(), snap: &snapshot{ttl: cfg.refresh / 2}, mux: http.NewServeMux(), xorg: http.NewCrossOriginProtection()}
 	h.routes()
 	return h, nil
 }
@@ -100,6 +101,7 @@ func (h *handler) action(fn http.HandlerFunc) http.HandlerFunc {
 			h.fail(w, r, http.StatusForbidden, "missing or wrong CSRF token: reload the page and try again")
 			return
 		}
+		defer h.snap.drop()
 		fn(w, r)
 	}
 }

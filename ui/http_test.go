@@ -7,6 +7,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -225,7 +226,8 @@ func TestActionsWantCSRFAndAreRefusedReadOnly(t *testing.T) {
 		t.Errorf("read-only pause: %d, paused %v; want 403 and not paused", status, paused())
 	}
 
-	srv := f.serve(t)
+	srv := f.serve(t, ui.Refresh(time.Minute)) // the queues page's reading is shared for 30 s
+	get(t, c, srv.URL+"/")
 	_, page, _ = get(t, c, srv.URL+"/queues/emails")
 	token := csrfOf(t, page)
 	status, _, _ = post(t, c, srv.URL+"/queues/emails/pause", url.Values{}, nil)
@@ -253,11 +255,42 @@ func TestActionsWantCSRFAndAreRefusedReadOnly(t *testing.T) {
 	if !strings.Contains(page, "Queue paused") || !strings.Contains(page, "Resume queue") {
 		t.Errorf("after the pause, the page says nothing of it:\n%s", page)
 	}
+	// The queues page shows it at once: the action dropped the shared reading.
+	if _, page, _ = get(t, c, srv.URL+"/"); !strings.Contains(cell(page, "queue", "emails", "status"), "paused") {
+		t.Errorf("after the pause, the queues page says %q", cell(page, "queue", "emails", "status"))
+	}
 	if status, _, _ = post(t, c, srv.URL+"/queues/emails/resume", url.Values{"csrf": {token}}, nil); status != http.StatusSeeOther {
 		t.Errorf("resume: %d", status)
 	}
 	// A resume is a pause that ends 10 ms later (admin.ResumeQueue).
 	testenv.Eventually(t, 5*time.Second, "resumed", func() bool { return !paused() })
+
+	// Requeue all asks first; one dead letter, by its sequence, is requeued at once
+	// (its job dies again: the fixture's bounce jobs always fail).
+	status, page, _ = post(t, c, srv.URL+"/queues/emails/dead/requeue", url.Values{"csrf": {token}, "all": {"1"}}, nil)
+	if qi, _ := f.adm.Queue(ctx, "emails"); status != 200 || !strings.Contains(page, `id="confirm"`) || qi.Dead != 2 {
+		t.Fatalf("requeue all without confirm: %d, %d dead; want the confirmation page, 2 dead", status, qi.Dead)
+	}
+	dead, err := f.adm.DeadLetters(ctx, "emails", 0, false)
+	if err != nil || len(dead) != 2 {
+		t.Fatalf("dead letters: %v, %v", dead, err)
+	}
+	status, _, resp = post(t, c, srv.URL+"/queues/emails/dead/requeue", url.Values{"csrf": {token}, "seq": {strconv.FormatUint(dead[0].Sequence, 10)}}, nil)
+	if status != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "done=requeued&n=1") {
+		t.Fatalf("requeue one: %d to %q", status, resp.Header.Get("Location"))
+	}
+	if _, err := f.adm.DeadLetter(ctx, "emails", dead[0].Sequence); !errors.Is(err, admin.ErrNoDeadLetter) {
+		t.Fatalf("the requeued dead letter is still there: %v", err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the requeued job dead again", func() bool {
+		qi, err := f.adm.Queue(ctx, "emails")
+		return err == nil && qi.Dead == 2
+	})
+	for _, form := range []url.Values{{"csrf": {token}}, {"csrf": {token}, "seq": {"x"}}, {"csrf": {token}, "seq": {"0"}}} {
+		if status, _, _ = post(t, c, srv.URL+"/queues/emails/dead/requeue", form, nil); status != http.StatusBadRequest {
+			t.Errorf("requeue with %v: %d; want 400", form, status)
+		}
+	}
 
 	// Purge asks first; confirmed, it purges.
 	status, page, _ = post(t, c, srv.URL+"/queues/emails/dead/purge", url.Values{"csrf": {token}}, nil)

@@ -19,17 +19,16 @@ type queueRow struct {
 
 // queuesPage lists every queue with its numbers; its table refreshes itself.
 func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request) {
-	qs, err := h.adm.Queues(r.Context())
+	qs, at, err := h.snap.queues(r.Context(), h.adm)
 	if err != nil {
 		h.fail(w, r, http.StatusBadGateway, "reading the queues: "+err.Error())
 		return
 	}
-	now := time.Now()
 	live := map[string]bool{}
 	rows := make([]queueRow, len(qs))
 	for i, q := range qs {
 		live[q.Name] = true
-		rows[i] = queueRow{QueueInfo: q, Rate: h.rates.observe(q, now)}
+		rows[i] = queueRow{QueueInfo: q, Rate: h.rates.observe(q, at)}
 	}
 	h.rates.forget(live)
 	h.render(w, r, http.StatusOK, "queues", "Queues", rows)
