@@ -339,6 +339,13 @@ func TestTokenAndBasicAuth(t *testing.T) {
 	if loc := resp.Header.Get("Location"); status != http.StatusSeeOther || loc != "/workq/login?next=%2Fworkq%2Fqueues%2Femails" {
 		t.Fatalf("without the token: %d to %q; want the login page", status, loc)
 	}
+	// The paths open without the token (static files, the login page) open nothing
+	// else: the mux sends an unclean path to its clean form first.
+	for _, p := range []string{"/workq/static/../queues/emails", "/workq/static/%2e%2e/locks", "/workq/login/../locks"} {
+		if status, page, _ := get(t, c, srv.URL+p); status == 200 || strings.Contains(page, "invoice-run") || strings.Contains(page, "Queue emails") {
+			t.Errorf("GET %s without the token: %d", p, status)
+		}
+	}
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/workq/", nil)
 	req.Header.Set("Authorization", "Bearer wrong")
 	if status, _, _ := fetch(t, c, req); status == 200 {
