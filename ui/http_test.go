@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/workq/workq/admin"
+	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
 	"github.com/workq/workq/ui"
 )
@@ -167,6 +169,26 @@ func TestPagesShowQueuesJobsDeadLettersLocks(t *testing.T) {
 	}
 	if got := cell(page, "limiter", "partner-api", "used"); got != "3" {
 		t.Errorf("locks page: partner-api used %q; want 3", got)
+	}
+
+	// 55 jobs: a page of 50, then the next of 5.
+	bulk, err := producer.New(testenv.Context(t, 10*time.Second), f.js, "bulk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 55 {
+		if _, err := bulk.Enqueue(testenv.Context(t, 10*time.Second), []byte("x"), producer.ID(fmt.Sprintf("b-%02d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, page, _ = get(t, c, srv.URL+"/queues/bulk")
+	next := regexp.MustCompile(`rel="next" href="([^"]+)"`).FindStringSubmatch(page)
+	if n := strings.Count(page, "data-job="); n != 50 || next == nil || !strings.Contains(page, `data-job="b-54"`) {
+		t.Fatalf("first page: %d jobs, next link %v; want 50 newest and a next page", n, next)
+	}
+	_, page, _ = get(t, c, srv.URL+strings.ReplaceAll(next[1], "&amp;", "&"))
+	if n := strings.Count(page, "data-job="); n != 5 || !strings.Contains(page, `data-job="b-00"`) || strings.Contains(page, `rel="next"`) || !strings.Contains(page, "First page") {
+		t.Fatalf("second page: %d jobs; want the 5 oldest, no next page, a link to the first", n)
 	}
 
 	// Search by id.
