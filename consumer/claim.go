@@ -158,6 +158,9 @@ func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 			if v == runIt {
 				j.claim = next
 			}
+			if next.Attempt > 1 {
+				w.logRepeat(j, next, prev)
+			}
 			return v, nil
 		}
 		if !errors.Is(err, record.ErrConflict) {
@@ -284,4 +287,17 @@ func (w *Worker) accountHandBack(j *Job) {
 			return
 		}
 	}
+}
+
+// logRepeat logs, at debug level, a claim that counts more than one attempt, with
+// what it was decided from: why a job's record counts more attempts than it had runs
+// is told by these lines.
+func (w *Worker) logRepeat(j *Job, next, prev *record.Record) {
+	args := []any{"job", j.id, "attempt", next.Attempt, "state", next.State, "sequence", j.md.Sequence.Stream,
+		"delivery", j.md.NumDelivered, "epoch", j.lease.inc.Epoch, "twin", j.twin}
+	if prev != nil {
+		args = append(args, "prev_state", prev.State, "prev_attempt", prev.Attempt, "prev_sequence", prev.Sequence,
+			"prev_delivery", prev.Delivery, "prev_epoch", prev.Epoch)
+	}
+	w.log.Debug("claim of a job delivered before", args...)
 }
