@@ -81,12 +81,18 @@ func (a *Admin) deadStream(ctx context.Context, name string) (queue.Names, jetst
 // DeadLetters returns up to limit dead letters of the queue, oldest first (limit ≤ 0:
 // all), with payloads and headers if withBody.
 func (a *Admin) DeadLetters(ctx context.Context, name string, limit int, withBody bool) ([]DeadLetter, error) {
+	return a.DeadLettersAfter(ctx, name, 0, limit, withBody)
+}
+
+// DeadLettersAfter is DeadLetters from the first dead letter after sequence after:
+// to page on, pass the last Sequence of a page.
+func (a *Admin) DeadLettersAfter(ctx context.Context, name string, after uint64, limit int, withBody bool) ([]DeadLetter, error) {
 	n, s, err := a.deadStream(ctx, name)
 	if err != nil || s == nil {
 		return nil, err
 	}
 	var out []DeadLetter
-	err = queue.Scan(ctx, s, false, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
+	err = queue.ScanFrom(ctx, s, after+1, false, func(m jetstream.Msg, md *jetstream.MsgMetadata) bool {
 		out = append(out, deadLetterOf(md.Sequence.Stream, md.Timestamp, m.Headers(), m.Data(), withBody))
 		return limit <= 0 || len(out) < limit
 	})

@@ -84,6 +84,12 @@ func TestJobMessageAndDeadLetter(t *testing.T) {
 	if err != nil || d.JobID != "urgent" || string(d.Payload) != "p2" || d.Error == "" || d.Header == nil {
 		t.Fatalf("DeadLetter(%d) = %+v, %v", dl[0].Sequence, d, err)
 	}
+	if after, err := a.DeadLettersAfter(ctx, "msgs", dl[0].Sequence, 0, false); err != nil || len(after) != 0 {
+		t.Fatalf("DeadLettersAfter the last one: %v, %v; want none", after, err)
+	}
+	if after, err := a.DeadLettersAfter(ctx, "msgs", dl[0].Sequence-1, 0, false); err != nil || len(after) != 1 || after[0].Sequence != dl[0].Sequence {
+		t.Fatalf("DeadLettersAfter the one before: %v, %v; want it", after, err)
+	}
 	for _, seq := range []uint64{0, dl[0].Sequence + 1} {
 		if _, err := a.DeadLetter(ctx, "msgs", seq); !errors.Is(err, admin.ErrNoDeadLetter) {
 			t.Fatalf("DeadLetter(%d): %v; want ErrNoDeadLetter", seq, err)

@@ -7,7 +7,7 @@ import (
 	"github.com/workq/workq/admin"
 )
 
-// deadPerPage bounds the dead letters the list shows, oldest first.
+// deadPerPage is how many dead letters a page of the list shows, oldest first.
 const deadPerPage = 200
 
 // deadView is the dead-letter list.
@@ -16,9 +16,12 @@ type deadView struct {
 	Total   uint64
 	Letters []admin.DeadLetter
 	ID      string // the job id filtered on, if any
+	After   uint64 // the page starts after this sequence
+	Next    uint64 // the next page starts after this one; 0: no next page
 }
 
-// deadPage lists a queue's dead letters, oldest first, or those of one job id.
+// deadPage lists a queue's dead letters, oldest first, a page at a time (after=seq),
+// or those of one job id.
 func (h *handler) deadPage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("queue")
 	qi, ok := h.queue(w, r, name)
@@ -26,14 +29,19 @@ func (h *handler) deadPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := deadView{Queue: name, Total: qi.Dead, ID: r.URL.Query().Get("id")}
-	limit := deadPerPage
+	v.After, _ = strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+	limit := deadPerPage + 1 // one more tells whether there is a next page
 	if v.ID != "" {
 		limit = 0 // the job's letters may be anywhere
 	}
-	ds, err := h.adm.DeadLetters(r.Context(), name, limit, false)
+	ds, err := h.adm.DeadLettersAfter(r.Context(), name, v.After, limit, false)
 	if err != nil {
 		h.failFor(w, r, err)
 		return
+	}
+	if v.ID == "" && len(ds) > deadPerPage {
+		ds = ds[:deadPerPage]
+		v.Next = ds[len(ds)-1].Sequence
 	}
 	for _, d := range ds {
 		if v.ID == "" || d.JobID == v.ID {

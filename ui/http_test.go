@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/workq/workq/admin"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
@@ -189,6 +191,24 @@ func TestPagesShowQueuesJobsDeadLettersLocks(t *testing.T) {
 	_, page, _ = get(t, c, srv.URL+strings.ReplaceAll(next[1], "&amp;", "&"))
 	if n := strings.Count(page, "data-job="); n != 5 || !strings.Contains(page, `data-job="b-00"`) || strings.Contains(page, `rel="next"`) || !strings.Contains(page, "First page") {
 		t.Fatalf("second page: %d jobs; want the 5 oldest, no next page, a link to the first", n)
+	}
+
+	// 205 dead letters: a page of 200, then the next of 5.
+	for i := range 205 {
+		m := &nats.Msg{Subject: "workq.bulk.dead", Data: []byte("x"), Header: nats.Header{}}
+		m.Header.Set("Workq-Job-Id", fmt.Sprintf("gone-%03d", i))
+		if _, err := f.js.PublishMsg(testenv.Context(t, 10*time.Second), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, page, _ = get(t, c, srv.URL+"/queues/bulk/dead")
+	next = regexp.MustCompile(`rel="next" href="([^"]+)"`).FindStringSubmatch(page)
+	if n := strings.Count(page, "data-dead="); n != 200 || next == nil || !strings.Contains(page, "205 dead letter(s)") {
+		t.Fatalf("first page of dead letters: %d, next link %v; want 200 and a next page", n, next)
+	}
+	_, page, _ = get(t, c, srv.URL+next[1])
+	if n := strings.Count(page, "data-dead="); n != 5 || !strings.Contains(page, "/jobs/gone-204") || strings.Contains(page, `rel="next"`) {
+		t.Fatalf("second page of dead letters: %d; want the last 5 and no next page", n)
 	}
 
 	// Search by id.

@@ -14,15 +14,24 @@ import (
 // returns false. headersOnly leaves the payloads out. An ordered consumer needs a
 // stream without WorkQueue retention: the dead letters, a KV bucket's stream.
 func Scan(ctx context.Context, s jetstream.Stream, headersOnly bool, fn func(jetstream.Msg, *jetstream.MsgMetadata) bool) error {
+	return ScanFrom(ctx, s, 0, headersOnly, fn)
+}
+
+// ScanFrom is Scan from stream sequence from on (0 or 1: from the first message).
+func ScanFrom(ctx context.Context, s jetstream.Stream, from uint64, headersOnly bool, fn func(jetstream.Msg, *jetstream.MsgMetadata) bool) error {
 	info, err := s.Info(ctx)
 	if err != nil {
 		return err
 	}
-	if info.State.Msgs == 0 {
+	if info.State.Msgs == 0 || from > info.State.LastSeq {
 		return nil
 	}
 	last := info.State.LastSeq
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy, HeadersOnly: headersOnly})
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy, HeadersOnly: headersOnly}
+	if from > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	c, err := s.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return err
 	}
