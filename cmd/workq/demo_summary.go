@@ -88,6 +88,6 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 	if len(problems) > 0 {
 		return fmt.Errorf("demo: guarantees not met: %s", strings.Join(problems, "; "))
 	}
-	fmt.Fprintf(out, "\nEvery job ran to one committed result or a dead letter. Next: 'workq server', then 'workq enqueue' and 'workq work'.\n")
+	fmt.Fprintf(out, "\nEvery job ran to one committed result or a dead letter. Next: 'workq server', then 'workq enqueue', 'workq work' and 'workq ui'.\n")
 	return nil
 }
