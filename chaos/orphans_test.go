@@ -20,9 +20,11 @@ import (
 // v2.15.2, TestChaosGroupCommitServerKill, about 1 run in 15 under load): job
 // g-00643's record said done, its message seq 644 stayed in WORKQ_gc below the
 // consumer's ack floor 3256, with nothing pending. The job ended; its message is
-// litter the engine left, not a job workq lost. orphans tells such messages from the
-// jobs still in the stream: below the ack floor of the workers' consumer, and their
-// job's record ended (done or dead).
+// litter the engine left, not a job workq lost. Workers now sweep such messages once
+// their pulls work again after a failure (consumer/orphans.go, tested on its own in
+// TestWorkerSweepsFinishedJobsBelowAckFloor); orphans tells one the check meets
+// before a sweep got to it from the jobs still in the stream: below the ack floor of
+// the workers' consumer, and their job's record ended (done or dead).
 
 var orphanSeen sync.Map // test name and sequence → logged
 

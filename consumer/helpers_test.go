@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,18 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 type logRecorder struct {
 	mu   sync.Mutex
 	msgs []string
+}
+
+// hasPrefix reports whether a logged message starts with prefix.
+func (l *logRecorder) hasPrefix(prefix string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.msgs {
+		if strings.HasPrefix(m, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }

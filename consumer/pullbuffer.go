@@ -73,6 +73,8 @@ type puller struct {
 	failed    chan error     // a fetch that failed: the consumer may need re-creating
 	healthy   atomic.Bool    // a fetch ended well since the last look: reset the backoff
 	stopping  atomic.Bool
+	sweep     atomic.Bool    // sweep the consumer's orphans once pulls work (orphans.go)
+	sweeps    sync.WaitGroup // sweeps under way
 }
 
 func (w *Worker) newPuller(src *source) *puller {
@@ -83,10 +85,12 @@ func (w *Worker) newPuller(src *source) *puller {
 	if src.level > queue.PriorityNormal {
 		extra = max(extra, w.cfg.concurrency)
 	}
-	return &puller{
+	p := &puller{
 		w: w, src: src, buf: make(chan *lease, w.cfg.concurrency+extra+1), wake: make(chan struct{}, 1),
 		failed: make(chan error, maxFetches),
 	}
+	p.sweep.Store(true) // at start, once the first pull works
+	return p
 }
 
 // poke wakes the fetch loop.
@@ -209,6 +213,7 @@ func (p *puller) fetch(ctx context.Context) error {
 				return fmt.Errorf("pull: %w", jetstream.ErrConnectionClosed)
 			}
 			w.pullFailed(err)
+			p.sweep.Store(true) // once pulls work again: a restarted server may have left orphans
 			select {
 			case <-ctx.Done():
 				return nil
@@ -235,6 +240,10 @@ func (p *puller) fetch(ctx context.Context) error {
 		if p.healthy.Swap(false) {
 			delay = 20 * time.Millisecond
 			w.pullsWork()
+			if p.sweep.Swap(false) {
+				p.sweeps.Add(1)
+				go func() { defer p.sweeps.Done(); w.sweepOrphans(ctx, p.src) }()
+			}
 		}
 		if missing := p.missing(); missing > 0 && p.open.Load() < maxFetches {
 			if err := p.pull(missing, expiry, idle); err != nil {
@@ -333,6 +342,7 @@ func (p *puller) handBack(l *lease) {
 func (p *puller) stop() {
 	p.stopping.Store(true)
 	p.fetches.Wait()
+	p.sweeps.Wait()
 	for done := false; !done; {
 		select {
 		case l := <-p.buf:
