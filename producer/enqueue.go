@@ -39,9 +39,11 @@ type Job struct {
 type JobInfo struct {
 	ID       string
 	Sequence uint64 // stream sequence; for a duplicate, the original's
-	// Duplicate: nothing new was stored. The id was enqueued within the duplicate
-	// window, or is scheduled; or another job holds the unique key (Unique), and ID
-	// and Sequence are that job's.
+	// Duplicate: nothing new was stored by the publish that answered. The id was
+	// enqueued within the duplicate window, or is scheduled; or another job holds
+	// the unique key (Unique), and ID and Sequence are that job's. A resent publish
+	// (its first reply was lost: a busy or failing server) says Duplicate when the
+	// first was stored after all: the job is there once, at Sequence.
 	Duplicate bool
 	// ScheduledAt is when a delayed job is due (At, After); zero for a job that
 	// runs at once. For a duplicate, the time of this enqueue, not the original's.
