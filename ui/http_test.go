@@ -193,6 +193,18 @@ func TestPagesShowQueuesJobsDeadLettersLocks(t *testing.T) {
 		t.Fatalf("second page: %d jobs; want the 5 oldest, no next page, a link to the first", n)
 	}
 
+	// An id with a slash: its links escape it, and its page finds it.
+	if _, err := bulk.Enqueue(testenv.Context(t, 10*time.Second), []byte("x"), producer.ID("dir/file.txt")); err != nil {
+		t.Fatal(err)
+	}
+	_, page, _ = get(t, c, srv.URL+"/queues/bulk")
+	if !strings.Contains(page, `href="/queues/bulk/jobs/dir%2Ffile.txt"`) {
+		t.Errorf("the job list does not escape the slash in dir/file.txt")
+	}
+	if status, page, _ := get(t, c, srv.URL+"/queues/bulk/jobs/dir%2Ffile.txt"); status != 200 || !strings.Contains(page, "<h1>Job dir/file.txt</h1>") {
+		t.Errorf("job page of dir/file.txt: %d", status)
+	}
+
 	// 205 dead letters: a page of 200, then the next of 5.
 	for i := range 205 {
 		m := &nats.Msg{Subject: "workq.bulk.dead", Data: []byte("x"), Header: nats.Header{}}
