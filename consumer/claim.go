@@ -137,6 +137,11 @@ func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 				if err != nil {
 					return 0, err
 				}
+				if live && sameFiring(j, prev) {
+					// Another copy of the same firing is live: it runs the firing (and
+					// retries it, or dead-letters it); this copy never runs.
+					return alreadyDone, nil
+				}
 				if live {
 					return busy, nil
 				}

@@ -1,11 +1,14 @@
 package consumer_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
 )
@@ -57,4 +60,50 @@ func TestSecondCopyOfAFiringNeverRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 10*time.Second, "the new job run", func() bool { return len(st.runs("remind")) == 2 })
+}
+
+// A second copy of a firing that comes while the first copy runs is dropped at once,
+// not put back for AckWait (30 s here): the running copy carries the firing.
+func TestSecondCopyOfARunningFiringDroppedAtOnce(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	newProducer(t, js, "copies2")
+	var runs atomic.Int32
+	release := make(chan struct{})
+	w := newWorker(t, js, "copies2", consumer.HandlerFunc(func(ctx context.Context, _ *consumer.Job) error {
+		runs.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}), consumer.AckWait(30*time.Second))
+	ctx := testenv.Context(t, 30*time.Second)
+	due := time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)
+	fired := func() *nats.Msg {
+		m := nats.NewMsg("workq.copies2.jobs.remind")
+		m.Header.Set("Workq-Scheduled-At", due)
+		m.Data = []byte("x")
+		return m
+	}
+	if _, err := js.PublishMsg(ctx, fired()); err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	testenv.Eventually(t, 10*time.Second, "the first copy running", func() bool { return runs.Load() == 1 })
+	if _, err := js.PublishMsg(ctx, fired()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, "the second copy dropped while the first runs", func() bool {
+		return qaStreamMsgs(t, js, "WORKQ_copies2") == 1
+	})
+	close(release)
+	testenv.Eventually(t, 10*time.Second, "the first copy done", func() bool { return qaStreamMsgs(t, js, "WORKQ_copies2") == 0 })
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the firing ran %d times, want 1", n)
+	}
+	if s := w.Stats(); s.AlreadyDone != 1 || s.Busy != 0 {
+		t.Errorf("stats %+v: want the copy dropped as already done, not put back as busy", s)
+	}
 }
