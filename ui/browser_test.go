@@ -169,7 +169,6 @@ func TestBrowserDashboard(t *testing.T) {
 			t.Errorf("queues page: %s %s = %q; want %q", want.queue, want.field, got, want.value)
 		}
 	}
-	tb.screenshot("queues")
 
 	// The table updates itself: new jobs show without a reload (the marker set on the
 	// page survives).
@@ -252,6 +251,8 @@ func TestBrowserDashboard(t *testing.T) {
 		t.Errorf("locks page: partner-api used %q; want 3", got)
 	}
 	tb.screenshot("locks")
+	tb.open(srv.URL+"/", `tr[data-queue="emails"]`) // by now with rates: the pages sampled for seconds
+	tb.screenshot("queues")
 
 	// A narrow screen: the page does not scroll sideways (tables scroll in place).
 	tb.do("narrow", chromedp.EmulateViewport(390, 800))
