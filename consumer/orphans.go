@@ -49,24 +49,29 @@ func (w *Worker) sweepOrphans(ctx context.Context, s *source) int {
 		return 0 // the usual case: nothing in the stream is below the floor
 	}
 	removed, stuck := 0, []string{}
-	for seq, n := si.State.FirstSeq, 0; seq <= floor && n < sweepLimit; n++ {
-		m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(">")) // the next message from seq on
-		if err != nil || m.Sequence > floor {
-			break
-		}
-		seq = m.Sequence + 1
-		if level, _, ok := w.names.JobLevel(m.Subject); !ok || level != s.level {
-			continue // a delayed job or schedule, or another level's job: not this consumer's
-		}
-		id := w.names.MessageJobID(m.Subject, m.Header, m.Sequence)
-		rec, err := w.records.Get(ctx, id)
-		switch {
-		case err == nil && rec.State.Terminal():
-			if err := stream.DeleteMsg(ctx, m.Sequence); err == nil || errors.Is(err, jetstream.ErrMsgNotFound) {
-				removed++
+	// Only this level's subjects are read, so the cost is the orphans found (the
+	// level's messages at or below the floor are all acked), not the delayed jobs and
+	// other levels' backlog that may sit below it.
+	for _, subject := range w.names.LevelFilter(s.level) {
+		for seq, n := si.State.FirstSeq, 0; seq <= floor && n < sweepLimit; n++ {
+			m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject)) // the next one from seq on
+			if err != nil || m.Sequence > floor {
+				break
 			}
-		case err == nil, errors.Is(err, record.ErrNotFound):
-			stuck = append(stuck, id)
+			seq = m.Sequence + 1
+			if level, _, ok := w.names.JobLevel(m.Subject); !ok || level != s.level {
+				continue
+			}
+			id := w.names.MessageJobID(m.Subject, m.Header, m.Sequence)
+			rec, err := w.records.Get(ctx, id)
+			switch {
+			case err == nil && rec.State.Terminal():
+				if err := stream.DeleteMsg(ctx, m.Sequence); err == nil || errors.Is(err, jetstream.ErrMsgNotFound) {
+					removed++
+				}
+			case err == nil, errors.Is(err, record.ErrNotFound):
+				stuck = append(stuck, id)
+			}
 		}
 	}
 	if removed > 0 {
