@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -35,6 +36,10 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	flag.Parse()
+	if fuzzing() {
+		return m.Run() // a fuzz target (run with -run '^$') needs no binaries or server
+	}
 	dir, err := os.MkdirTemp("", "workq-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -53,6 +58,13 @@ func runMain(m *testing.M) int {
 	defer stopProcess(srv)
 	serverURL = url
 	return m.Run()
+}
+
+// fuzzing reports whether the test binary runs a fuzz target: as the coordinator
+// (-fuzz) or as one of its workers.
+func fuzzing() bool {
+	fz, worker := flag.Lookup("test.fuzz"), flag.Lookup("test.fuzzworker")
+	return fz != nil && fz.Value.String() != "" || worker != nil && worker.Value.String() == "true"
 }
 
 // startNATS starts a nats-server process on a free port and waits until it accepts
