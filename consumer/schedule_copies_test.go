@@ -26,12 +26,7 @@ func TestSecondCopyOfAFiringNeverRuns(t *testing.T) {
 	w := newWorker(t, js, "copies", st.handler())
 	ctx := testenv.Context(t, 30*time.Second)
 	due := time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)
-	fired := func() *nats.Msg {
-		m := nats.NewMsg("workq.copies.jobs.remind")
-		m.Header.Set("Workq-Scheduled-At", due)
-		m.Data = []byte("x")
-		return m
-	}
+	fired := func() *nats.Msg { return firedCopy("copies", due) }
 	// Both copies stored before any worker runs: they run side by side or one after
 	// the other; a third arrives after both ended.
 	for range 2 {
@@ -81,12 +76,7 @@ func TestSecondCopyOfARunningFiringDroppedAtOnce(t *testing.T) {
 	}), consumer.AckWait(30*time.Second))
 	ctx := testenv.Context(t, 30*time.Second)
 	due := time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)
-	fired := func() *nats.Msg {
-		m := nats.NewMsg("workq.copies2.jobs.remind")
-		m.Header.Set("Workq-Scheduled-At", due)
-		m.Data = []byte("x")
-		return m
-	}
+	fired := func() *nats.Msg { return firedCopy("copies2", due) }
 	if _, err := js.PublishMsg(ctx, fired()); err != nil {
 		t.Fatal(err)
 	}
@@ -106,4 +96,13 @@ func TestSecondCopyOfARunningFiringDroppedAtOnce(t *testing.T) {
 	if s := w.Stats(); s.AlreadyDone != 1 || s.Busy != 0 {
 		t.Errorf("stats %+v: want the copy dropped as already done, not put back as busy", s)
 	}
+}
+
+// firedCopy is a copy of job "remind" on queue q as the server fires it when it is
+// due: what a stream leader that fired it once already may fire again.
+func firedCopy(q, due string) *nats.Msg {
+	m := nats.NewMsg("workq." + q + ".jobs.remind")
+	m.Header.Set("Workq-Scheduled-At", due)
+	m.Data = []byte("x")
+	return m
 }
