@@ -57,29 +57,3 @@ func (a *Admin) JobMessage(ctx context.Context, name, id string) (*JobMessage, e
 	}
 	return nil, fmt.Errorf("queue %s: job %s has no message in the stream (finished, or unknown): %w", n.Queue, id, ErrNotFound)
 }
-
-// DeadLetter returns the dead letter at sequence seq of the queue's dead-letter
-// stream, with its payload and headers; ErrNoDeadLetter if there is none.
-func (a *Admin) DeadLetter(ctx context.Context, name string, seq uint64) (*DeadLetter, error) {
-	n, s, err := a.deadStream(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if s == nil || seq == 0 {
-		return nil, fmt.Errorf("queue %s: dead letter %d: %w", n.Queue, seq, ErrNoDeadLetter)
-	}
-	var m *jetstream.RawStreamMsg
-	err = retry.Do(ctx, func(ctx context.Context) error {
-		var err error
-		m, err = s.GetMsg(ctx, seq)
-		return err
-	})
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, fmt.Errorf("queue %s: dead letter %d: %w", n.Queue, seq, ErrNoDeadLetter)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("queue %s: dead letter %d: %w", n.Queue, seq, err)
-	}
-	d := deadLetterOf(m.Sequence, m.Time, m.Header, m.Data, true)
-	return &d, nil
-}

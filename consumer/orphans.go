@@ -29,24 +29,24 @@ import (
 const sweepLimit = 10000
 
 // sweepOrphans removes the finished jobs' messages left below the ack floor of s's
-// consumer, and reports how many it removed.
-func (w *Worker) sweepOrphans(ctx context.Context, s *source) int {
+// consumer.
+func (w *Worker) sweepOrphans(ctx context.Context, s *source) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ci, err := s.consumer.Info(ctx)
 	if err != nil {
-		return 0
+		return
 	}
 	floor := ci.AckFloor.Stream
 	// A handle of its own: Info on the worker's would change the stream info it has
 	// cached since it started, which other decisions read (forgottenDuplicate).
 	stream, err := w.js.Stream(ctx, w.names.Stream)
 	if err != nil {
-		return 0
+		return
 	}
 	si := stream.CachedInfo()
 	if floor == 0 || si.State.Msgs == 0 || si.State.FirstSeq > floor {
-		return 0 // the usual case: nothing in the stream is below the floor
+		return // the usual case: nothing in the stream is below the floor
 	}
 	removed, stuck := 0, []string{}
 	// Only this level's subjects are read, so the cost is the orphans found (the
@@ -59,9 +59,6 @@ func (w *Worker) sweepOrphans(ctx context.Context, s *source) int {
 				break
 			}
 			seq = m.Sequence + 1
-			if level, _, ok := w.names.JobLevel(m.Subject); !ok || level != s.level {
-				continue
-			}
 			id := w.names.MessageJobID(m.Subject, m.Header, m.Sequence)
 			rec, err := w.records.Get(ctx, id)
 			switch {
@@ -83,5 +80,4 @@ func (w *Worker) sweepOrphans(ctx context.Context, s *source) int {
 			"it will not deliver them again (a crash lost their state); check them, and enqueue them again if they are to run",
 			"consumer", w.names.LevelConsumer(s.level), "jobs", stuck[:min(len(stuck), 20)], "count", len(stuck), "ack_floor", floor)
 	}
-	return removed
 }

@@ -77,9 +77,7 @@ func (p *Producer) jobs(ctx context.Context, q JobQuery) (*JobPage, error) {
 	if q.Limit == 0 {
 		q.Limit = DefaultJobsLimit
 	}
-	switch q.State {
-	case "", StateScheduled, StateQueued, StateRunning, StateRetrying, StateDone, StateDead, StateCancelled:
-	default:
+	if q.State != "" && !slices.Contains(States, q.State) {
 		return nil, option.Invalid("JobQuery.State", q.State, "scheduled, queued, running, retrying, done, dead, cancelled or empty")
 	}
 	after, err := parseCursor(q.Cursor)

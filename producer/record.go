@@ -105,6 +105,10 @@ const (
 	StateCancelled State = State(record.Cancelled)
 )
 
+// States are the states a job can be in, in the order a job goes through them:
+// what JobQuery.State takes (besides "").
+var States = []State{StateScheduled, StateQueued, StateRunning, StateRetrying, StateDone, StateDead, StateCancelled}
+
 // Terminal reports whether no more attempts will be made: the job is done, dead
 // or cancelled.
 func (s State) Terminal() bool { return s == StateDone || s == StateDead || s == StateCancelled }

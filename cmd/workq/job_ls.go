@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -50,10 +51,7 @@ the queue's record TTL (24h by default).`,
 }
 
 func (f *jobLsFlags) validate() error {
-	switch producer.State(f.state) {
-	case "", producer.StateScheduled, producer.StateQueued, producer.StateRunning, producer.StateRetrying,
-		producer.StateDone, producer.StateDead, producer.StateCancelled:
-	default:
+	if f.state != "" && !slices.Contains(producer.States, producer.State(f.state)) {
 		return usageError{fmt.Errorf("--state %q: want scheduled, queued, running, retrying, done, dead or cancelled", f.state)}
 	}
 	if f.limit < 1 {

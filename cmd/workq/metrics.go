@@ -34,15 +34,21 @@ func metricsListenAddr(s string) (string, error) {
 	if s == "" {
 		return "", nil
 	}
+	return listenAddr("--metrics-addr", s)
+}
+
+// listenAddr checks the address flag flag gave, s, and makes it loopback when it
+// names no host: ":8090" and "8090" listen on 127.0.0.1:8090.
+func listenAddr(flag, s string) (string, error) {
 	if _, err := strconv.Atoi(s); err == nil {
 		s = ":" + s
 	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return "", usageError{fmt.Errorf("--metrics-addr %q: want host:port or :port (%v)", s, err)}
+		return "", usageError{fmt.Errorf("%s %q: want host:port or :port (%v)", flag, s, err)}
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", usageError{fmt.Errorf("--metrics-addr %q: port %q is not 0 to 65535", s, port)}
+		return "", usageError{fmt.Errorf("%s %q: port %q is not 0 to 65535", flag, s, port)}
 	}
 	if host == "" {
 		host = "127.0.0.1"

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -61,7 +60,7 @@ address can act on every queue.`,
 }
 
 func (f *uiFlags) validate() error {
-	addr, err := uiListenAddr(f.addr)
+	addr, err := listenAddr("--addr", f.addr)
 	if err != nil {
 		return err
 	}
@@ -73,24 +72,6 @@ func (f *uiFlags) validate() error {
 		return fmt.Errorf("--refresh %s: want at least 500ms", f.refresh)
 	}
 	return nil
-}
-
-// uiListenAddr checks --addr; a bare port or ":port" listens on loopback.
-func uiListenAddr(s string) (string, error) {
-	if _, err := strconv.Atoi(s); err == nil {
-		s = ":" + s
-	}
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return "", fmt.Errorf("--addr %q: want host:port or :port (%v)", s, err)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", fmt.Errorf("--addr %q: port %q is not 0 to 65535", s, port)
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port), nil
 }
 
 // loopback reports whether listening on host reaches this machine only.
