@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -82,7 +83,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.authenticated(w, r) {
 		return
 	}
-	h.mux.ServeHTTP(w, r)
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
+	defer cancel()
+	h.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // action wraps an action's handler: refused in read-only mode, from another origin

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -128,6 +129,9 @@ func TestPagesShowQueuesJobsDeadLettersLocks(t *testing.T) {
 	_, page, _ = get(t, c, srv.URL+"/queues/emails?state=dead")
 	if n := strings.Count(page, "data-job="); n != 2 || !strings.Contains(page, `data-job="bounce-1"`) {
 		t.Errorf("queue page, state dead: %d jobs listed; want bounce-1 and bounce-2", n)
+	}
+	if !strings.Contains(page, `<option value="dead" selected>`) {
+		t.Errorf("queue page, state dead: the state filter does not show dead selected")
 	}
 
 	// A dead job with a hostile payload and error: shown as text, escaped.
@@ -447,6 +451,41 @@ func TestTokenAndBasicAuth(t *testing.T) {
 	}
 }
 
+// With the NATS server down, a page says so within the dashboard's Timeout (504)
+// rather than hang; once the server is back, pages work again.
+func TestServerDownAnswersInTime(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	if _, err := producer.New(testenv.Context(t, 10*time.Second), js, "q"); err != nil {
+		t.Fatal(err)
+	}
+	adm, err := admin.New(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ui.New(adm, ui.Timeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := browser(t)
+	env.Stop()
+	for _, path := range []string{"/", "/queues/q", "/queues/q/jobs/a", "/locks"} {
+		start := time.Now()
+		status, page, _ := get(t, c, srv.URL+path)
+		if took := time.Since(start); status != http.StatusGatewayTimeout || took > 10*time.Second || !strings.Contains(page, "did not answer within 1s") {
+			t.Errorf("GET %s with the server down: %d after %s; want 504 within the timeout\n%s", path, status, took, page)
+		}
+	}
+	env.Restart(t)
+	testenv.Eventually(t, 30*time.Second, "the queue page again", func() bool {
+		status, _, _ := get(t, c, srv.URL+"/queues/q")
+		return status == 200
+	})
+}
+
 // New refuses options that would open or break the dashboard.
 func TestOptionsRefused(t *testing.T) {
 	t.Parallel()
@@ -462,6 +501,7 @@ func TestOptionsRefused(t *testing.T) {
 		"quote in path":  ui.Prefix(`/a"b`),
 		"fast refresh":   ui.Refresh(time.Millisecond),
 		"nil logger":     ui.Logger(nil),
+		"zero timeout":   ui.Timeout(0),
 		"nil option":     nil,
 	} {
 		if _, err := ui.New(adm, opt); !errors.Is(err, ui.ErrInvalidOption) {

@@ -21,11 +21,12 @@ type config struct {
 	user     string
 	password string
 	refresh  time.Duration
+	timeout  time.Duration
 	logger   *slog.Logger
 }
 
 func defaultConfig() config {
-	return config{refresh: 2 * time.Second, logger: slog.New(slog.DiscardHandler)}
+	return config{refresh: 2 * time.Second, timeout: 10 * time.Second, logger: slog.New(slog.DiscardHandler)}
 }
 
 // Prefix is the path the handler is mounted at, such as "/workq"; default "" (the
@@ -81,6 +82,19 @@ func Refresh(d time.Duration) Option {
 			return fmt.Errorf("ui: refresh %s: want at least 500ms: %w", d, ErrInvalidOption)
 		}
 		c.refresh = d
+		return nil
+	}
+}
+
+// Timeout bounds how long a page or an action waits for the NATS server; default
+// 10 s. Past it the page says the server did not answer (504) rather than hang while
+// the server is down or electing a leader.
+func Timeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("ui: timeout %s: want more than 0: %w", d, ErrInvalidOption)
+		}
+		c.timeout = d
 		return nil
 	}
 }

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -21,7 +22,7 @@ type queueRow struct {
 func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request) {
 	qs, at, err := h.snap.queues(r.Context(), h.adm)
 	if err != nil {
-		h.fail(w, r, http.StatusBadGateway, "reading the queues: "+err.Error())
+		h.failFor(w, r, err)
 		return
 	}
 	live := map[string]bool{}
@@ -41,12 +42,10 @@ type queueView struct {
 	State    string
 	Kind     string
 	Cursor   string
-	States   []string
+	States   []producer.State
 	JobsErr  string
 	NotFound string // a searched id that is not there
 }
-
-var jobStates = []string{"scheduled", "queued", "running", "retrying", "done", "dead", "cancelled"}
 
 // jobsPerPage is the size of a page of the job list.
 const jobsPerPage = 50
@@ -59,10 +58,10 @@ func (h *handler) queuePage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := queueView{Queue: queueRow{QueueInfo: *qi, Rate: h.rates.observe(*qi, time.Now())}, States: jobStates}
+	v := queueView{Queue: queueRow{QueueInfo: *qi, Rate: h.rates.observe(*qi, time.Now())}, States: producer.States}
 	q := r.URL.Query()
 	v.State, v.Kind, v.Cursor = q.Get("state"), q.Get("kind"), q.Get("cursor")
-	if r.Header.Get("HX-Request") != "true" || q.Get("fragment") == "" { // the refresh shows the numbers only
+	if !refreshing(r) { // the refresh shows the numbers only
 		page, err := h.adm.Jobs(r.Context(), name, admin.JobQuery{State: producer.State(v.State), Kind: v.Kind, Limit: jobsPerPage, Cursor: v.Cursor})
 		if err != nil {
 			v.JobsErr = err.Error()
@@ -84,9 +83,11 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request, name string) (*a
 }
 
 // failFor renders the error page for an admin call's error: not found (404), bad
-// input (400), or the server (502).
+// input (400), no answer in time (504), or the server (502).
 func (h *handler) failFor(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		h.fail(w, r, http.StatusGatewayTimeout, fmt.Sprintf("the NATS server did not answer within %s: %v", h.cfg.timeout, err))
 	case errors.Is(err, admin.ErrNoQueue), errors.Is(err, admin.ErrNotFound), errors.Is(err, admin.ErrNoDeadLetter):
 		h.fail(w, r, http.StatusNotFound, err.Error())
 	case errors.Is(err, producer.ErrInvalidName), errors.Is(err, producer.ErrInvalidOption), errors.Is(err, admin.ErrFinished),

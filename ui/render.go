@@ -67,7 +67,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		v.CSRF = h.csrfToken(w, r)
 	}
 	root := "layout"
-	if r.Header.Get("HX-Request") == "true" && r.URL.Query().Get("fragment") != "" && t.Lookup("fragment") != nil {
+	if refreshing(r) && t.Lookup("fragment") != nil {
 		root = "fragment"
 	}
 	var buf bytes.Buffer
@@ -80,6 +80,12 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// refreshing reports whether r is htmx's periodic refresh of a page's live part
+// (its "fragment"), which needs only that part's data.
+func refreshing(r *http.Request) bool {
+	return r.Header.Get("HX-Request") == "true" && r.URL.Query().Get("fragment") != ""
 }
 
 // fail renders the error page.
