@@ -12,6 +12,7 @@ import (
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/kvlock"
 )
 
 // Limits bound how a queue's jobs run across all its workers, in every process:
@@ -84,7 +85,30 @@ func (a *Admin) SetLimits(ctx context.Context, name string, l Limits) (Limits, e
 			return limitsOf(old), err
 		}
 	}
+	if err := a.provisionLimits(ctx, n, s.CachedInfo().Config.Replicas, want); err != nil {
+		return limitsOf(old), err
+	}
 	return limitsOf(old), nil
+}
+
+// provisionLimits creates what workers need to obey limits l, if it is missing: the
+// queue's limits bucket and, for a rate, its limiter. Workers create them too, but
+// a worker may lack the right to (see package perms): the operator setting the
+// limits provisions them.
+func (a *Admin) provisionLimits(ctx context.Context, n queue.Names, replicas int, l queue.Limits) error {
+	if l.IsZero() {
+		return nil
+	}
+	locker, err := kvlock.New(ctx, a.js, kvlock.Bucket(n.LimitsBucket()), kvlock.Replicas(replicas))
+	if err != nil {
+		return fmt.Errorf("queue %s: limits bucket: %w", n.Queue, err)
+	}
+	if l.Rate > 0 {
+		if _, err := locker.Limiter(ctx, n.RateLimiter(), l.Rate, l.RateWindow); err != nil {
+			return fmt.Errorf("queue %s: rate limiter: %w", n.Queue, err)
+		}
+	}
+	return nil
 }
 
 // setRate changes the rate of the queue's limiter stream, if it exists, in place:

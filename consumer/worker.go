@@ -18,6 +18,7 @@ import (
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/retry"
 )
 
 // Re-exported so callers need not import the internal packages.
@@ -36,6 +37,11 @@ var (
 	// ErrNeedsCluster: Replicas asks for more replicas than the server can place (a
 	// single server keeps one).
 	ErrNeedsCluster = queue.ErrNeedsCluster
+	// ErrNotProvisioned: the queue, or one of its consumers, does not exist, and
+	// the worker's user may not create it; an operator creates the queue first
+	// (admin.CreateQueue, 'workq queue create'). The error names what is missing and
+	// wraps the server's nats.ErrPermissionViolation.
+	ErrNotProvisioned = queue.ErrNotProvisioned
 )
 
 // errDrained is the cause of a handler context cancelled because the worker stopped
@@ -106,6 +112,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
+	ctx = retry.WithConn(ctx, js.Conn()) // a request the user may not make fails rather than waits
 	m, err := newMetrics(cfg.registerer, names.Queue)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: queue %s: register metrics: %w", names.Queue, err)

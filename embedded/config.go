@@ -28,17 +28,22 @@ func invalid(format string, args ...any) error {
 // store directory. A port left at 0 becomes server.RANDOM_PORT: the system picks
 // it when the server starts.
 func (c *config) serverOptions() (server.Options, error) {
-	o := server.Options{
-		ServerName:         c.name,
-		Host:               c.host,
-		Port:               c.port,
-		JetStream:          true,
-		SyncAlways:         c.syncAlways,
-		JetStreamMaxMemory: c.maxMemory,
-		JetStreamMaxStore:  c.maxStore,
-		NoLog:              true, // the log goes where Logger says, set on the server
-		NoSigs:             true, // signals belong to the program embedding the server
+	o, err := c.fromFile()
+	if err != nil {
+		return o, err
 	}
+	o.ServerName = c.name
+	o.Host, o.Port = c.host, c.port
+	o.JetStream = true
+	o.SyncAlways = c.syncAlways
+	if c.maxMemory != 0 || c.configFile == "" {
+		o.JetStreamMaxMemory = c.maxMemory
+	}
+	if c.maxStore != 0 || c.configFile == "" {
+		o.JetStreamMaxStore = c.maxStore
+	}
+	o.NoLog = true  // the log goes where Logger says, set on the server
+	o.NoSigs = true // signals belong to the program embedding the server
 	if err := checkPort("Port", c.port); err != nil {
 		return o, err
 	}
@@ -67,7 +72,29 @@ func checkPort(what string, port int) error {
 	return nil
 }
 
+// fromFile is the configuration file's options (ConfigFile), or none.
+func (c *config) fromFile() (server.Options, error) {
+	if c.configFile == "" {
+		return server.Options{}, nil
+	}
+	f, err := server.ProcessConfigFile(c.configFile)
+	if err != nil {
+		return server.Options{}, fmt.Errorf("embedded: ConfigFile %s: %w: %w", c.configFile, err, ErrInvalidOption)
+	}
+	fileAuth := f.Username != "" || f.Authorization != "" || len(f.Users) > 0 || len(f.Nkeys) > 0 || len(f.TrustedOperators) > 0
+	switch {
+	case fileAuth && (c.user != "" || c.password != "" || c.token != ""):
+		return server.Options{}, invalid("ConfigFile %s sets authorization: not together with UserPassword or Token", c.configFile)
+	case f.TLSConfig != nil && (c.tlsConfig != nil || c.tlsCert != "" || c.tlsKey != ""):
+		return server.Options{}, invalid("ConfigFile %s sets TLS: not together with TLS or TLSFiles", c.configFile)
+	}
+	return *f, nil
+}
+
 func (c *config) auth(o *server.Options) error {
+	if c.user == "" && c.password == "" && c.token == "" {
+		return nil // none, or the configuration file's
+	}
 	switch {
 	case c.token != "" && (c.user != "" || c.password != ""):
 		return invalid("UserPassword and Token: a server takes one or the other")

@@ -31,6 +31,8 @@ type config struct {
 
 	maxMemory, maxStore int64
 
+	configFile string
+
 	logger *slog.Logger
 }
 
@@ -110,6 +112,14 @@ func TLS(cfg *tls.Config) Option { return func(c *config) { c.tlsConfig = cfg } 
 func TLSFiles(certFile, keyFile string) Option {
 	return func(c *config) { c.tlsCert, c.tlsKey = certFile, keyFile }
 }
+
+// ConfigFile reads a nats-server configuration file for what the other options do
+// not set: users, permissions, accounts, an operator and its JWT resolver, TLS
+// (client certificates included), limits. The options keep what they own: the listen
+// address and port, the store, fsync, clustering and logging, and JetStream is always
+// on (accounts of the file need `jetstream: enabled` to use it). Auth or TLS in the
+// file cannot be combined with UserPassword, Token, TLS or TLSFiles. Default: none.
+func ConfigFile(path string) Option { return func(c *config) { c.configFile = path } }
 
 // Name sets the server's name, which JetStream peers know it by: a cluster node needs
 // one, the same across restarts. Default: the server's generated id, new at each

@@ -82,20 +82,23 @@ func (l *Locker) Limiter(ctx context.Context, name string, n int, window time.Du
 		Duplicates:           window,
 		AllowDirect:          true,
 	}
+	ctx = retry.WithConn(ctx, l.js.Conn())
 	err := retry.Do(ctx, func(ctx context.Context) error {
-		st, err := l.js.CreateStream(ctx, cfg)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			st, err = l.js.Stream(ctx, cfg.Name)
-			if err == nil {
-				c := st.CachedInfo().Config
-				if c.MaxMsgsPerSubject != int64(n) || c.MaxAge != window || !c.DiscardNewPerSubject {
-					return fmt.Errorf("exists with %d per %s, asked for %d per %s: %w",
-						c.MaxMsgsPerSubject, c.MaxAge, n, window, ErrLimiterConfig)
-				}
+		// Look the stream up first and create it only when missing: a worker may be
+		// allowed to take permits but not to create streams (see package perms).
+		st, err := l.js.Stream(ctx, cfg.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			st, err = l.js.CreateStream(ctx, cfg)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				st, err = l.js.Stream(ctx, cfg.Name)
 			}
 		}
 		if err != nil {
 			return err
+		}
+		if c := st.CachedInfo().Config; c.MaxMsgsPerSubject != int64(n) || c.MaxAge != window || !c.DiscardNewPerSubject {
+			return fmt.Errorf("exists with %d per %s, asked for %d per %s: %w",
+				c.MaxMsgsPerSubject, c.MaxAge, n, window, ErrLimiterConfig)
 		}
 		lim.stream = st
 		return nil

@@ -66,19 +66,27 @@ func New(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Locker, 
 		freeRevs: newRevCache(4096),
 	}
 	l.host, _ = os.Hostname()
+	ctx = retry.WithConn(ctx, js.Conn()) // a request the user may not make fails rather than waits
 	err = retry.Do(ctx, func(ctx context.Context) error {
-		kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:         cfg.bucket,
-			Description:    "workq locks and semaphores (kvlock)",
-			History:        1,
-			Replicas:       cfg.replicas,
-			Storage:        jetstream.FileStorage,
-			LimitMarkerTTL: markerTTL,
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, cfg.bucket)
-			if err == nil {
-				err = checkBucket(ctx, kv)
+		// Look the bucket up first and create it only when missing: a lock user may
+		// be allowed to use the bucket but not to create it (see package perms).
+		kv, err := js.KeyValue(ctx, cfg.bucket)
+		if err == nil {
+			err = checkBucket(ctx, kv)
+		} else if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:         cfg.bucket,
+				Description:    "workq locks and semaphores (kvlock)",
+				History:        1,
+				Replicas:       cfg.replicas,
+				Storage:        jetstream.FileStorage,
+				LimitMarkerTTL: markerTTL,
+			})
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				kv, err = js.KeyValue(ctx, cfg.bucket)
+				if err == nil {
+					err = checkBucket(ctx, kv)
+				}
 			}
 		}
 		if err != nil {

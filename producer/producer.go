@@ -12,6 +12,7 @@ import (
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/retry"
 )
 
 // Errors callers can test with errors.Is.
@@ -27,6 +28,10 @@ var (
 	// ErrNeedsCluster: Replicas asks for more replicas than the server can place (a
 	// single server keeps one).
 	ErrNeedsCluster = queue.ErrNeedsCluster
+	// ErrNotProvisioned: the queue does not exist, and the producer's user may not
+	// create it; an operator creates the queue first (admin.CreateQueue, 'workq
+	// queue create'). The error wraps the server's nats.ErrPermissionViolation.
+	ErrNotProvisioned = queue.ErrNotProvisioned
 	// ErrPayloadTooLarge: the job's payload and headers do not fit in the server's max
 	// payload less DeadLetterReserve.
 	ErrPayloadTooLarge = errors.New("job too large for the server's max payload")
@@ -84,6 +89,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("producer: queue %s: register metrics: %w", names.Queue, err)
 	}
+	ctx = retry.WithConn(ctx, js.Conn()) // a request the user may not make fails rather than waits
 	objs, err := queue.Provision(ctx, js, names, cfg.queue)
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jserr"
@@ -79,6 +80,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 	}
 	replicas := max(cfg.Replicas, 1)
 	o := &Objects{Names: n}
+	ctx = retry.WithConn(ctx, js.Conn())
 	err := retryPlacement(ctx, func(ctx context.Context) error {
 		var err error
 		o.Stream, err = ensureStream(ctx, js, jetstream.StreamConfig{
@@ -126,9 +128,26 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("provision queue %s: %w", n.Queue, replicasError(replicas, err))
+		return nil, fmt.Errorf("provision queue %s: %w", n.Queue, notProvisioned(replicasError(replicas, err)))
 	}
 	return o, nil
+}
+
+// ErrNotProvisioned means that an object of a queue is missing and that the user
+// may not create it: an operator creates the queue first (admin.CreateQueue, 'workq
+// queue create'); see package perms.
+var ErrNotProvisioned = errors.New("queue not provisioned")
+
+// notProvisioned explains err when the server refused to create a missing object of
+// the queue for the user's permissions (the violation names the object): that
+// the queue is not provisioned, and who provisions it. Other errors are returned as
+// they are.
+func notProvisioned(err error) error {
+	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), ".CREATE.") {
+		return err
+	}
+	return fmt.Errorf("%w: part of it does not exist and this user may not create it; an operator creates the queue first ('workq queue create', or admin.CreateQueue): %w",
+		ErrNotProvisioned, err)
 }
 
 // placementGrace is how long provisioning keeps trying while the server cannot
@@ -355,7 +374,7 @@ func EnsureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.Cons
 			ErrIncompatible, want.Durable, stream)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("consumer %s on stream %s: %w", want.Durable, stream, err)
+		return nil, fmt.Errorf("consumer %s on stream %s: %w", want.Durable, stream, notProvisioned(err))
 	}
 	have := c.CachedInfo().Config
 	var bad []string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/workq/workq/internal/retry"
 )
 
 // Headers of a unique job (producer.Unique). A worker that finds HeaderUnique on a
@@ -106,6 +107,7 @@ const markerTTL = time.Second
 func OpenUniques(ctx context.Context, js jetstream.JetStream, o *Objects) (*Uniques, error) {
 	n := o.Names
 	jobs := o.Stream.CachedInfo().Config
+	ctx = retry.WithConn(ctx, js.Conn())
 	var kv jetstream.KeyValue
 	err := retryPlacement(ctx, func(ctx context.Context) error {
 		var err error
@@ -133,7 +135,7 @@ func OpenUniques(ctx context.Context, js jetstream.JetStream, o *Objects) (*Uniq
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("queue %s: unique bucket %s: %w", n.Queue, n.UniqueBucket, err)
+		return nil, fmt.Errorf("queue %s: unique bucket %s: %w", n.Queue, n.UniqueBucket, notProvisioned(err))
 	}
 	return &Uniques{js: js, kv: kv, bucket: n.UniqueBucket}, nil
 }
