@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"github.com/workq/workq/admin"
+	"github.com/workq/workq/internal/retry"
 )
 
 // defaultServer is where workq connects without --server or NATS_URL.
@@ -239,5 +240,14 @@ func (a *app) withConn(ctx context.Context, what string, fn func(ctx context.Con
 	defer c.Close()
 	octx, cancel := a.opCtx(ctx)
 	defer cancel()
-	return fn(octx, c)
+	// A request the user's permissions deny gets no answer, only a violation on the
+	// connection: end the command at once, with the violation as the error.
+	before := c.nc.LastError()
+	octx, stop := retry.UntilDenied(retry.WithConn(octx, c.nc), c.nc)
+	defer stop()
+	err = fn(octx, c)
+	if denied := retry.Denied(c.nc, before); err != nil && denied != nil && !errors.Is(err, nats.ErrPermissionViolation) {
+		return fmt.Errorf("%s: %w", what, denied)
+	}
+	return err
 }

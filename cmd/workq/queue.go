@@ -14,7 +14,7 @@ func (a *app) queueCommand() *cobra.Command {
 		Use:   "queue",
 		Short: "List, inspect, pause, resume, purge and remove queues",
 	}
-	cmd.AddCommand(a.queueLsCommand(), a.queueInfoCommand(), a.queuePauseCommand(), a.queueResumeCommand(),
+	cmd.AddCommand(a.queueCreateCommand(), a.queueLsCommand(), a.queueInfoCommand(), a.queuePauseCommand(), a.queueResumeCommand(),
 		a.queuePurgeCommand(), a.queueRmCommand(), a.queueSetCommand())
 	return cmd
 }

@@ -108,6 +108,7 @@ else nats://127.0.0.1:4222.`,
 		a.benchCommand(),
 		a.benchWorkerCommand(),
 		a.uiCommand(),
+		a.permsCommand(),
 	)
 	if g := a.guardCommand(); g != nil {
 		root.AddCommand(g)

@@ -28,6 +28,7 @@ type serverFlags struct {
 
 	user, password, token string
 	tlsCert, tlsKey       string
+	config                string
 }
 
 func (a *app) serverCommand() *cobra.Command {
@@ -41,7 +42,10 @@ Data lives in --data (default ./workq-data) and survives restarts. By default th
 server fsyncs every 2 minutes, so a power failure can lose acknowledged writes;
 --sync-always fsyncs every write (slower, durable). --user and --password, or
 --token, make clients authenticate; --tls-cert and --tls-key make them connect with
-TLS (then the URL is tls://). Ctrl-C stops it cleanly.
+TLS (then the URL is tls://). --config reads a nats-server configuration file for
+users with permissions (see 'workq perms'), accounts, JWT operators and TLS with
+client certificates (verify: true); the listen address and the data directory stay
+with the flags. Ctrl-C stops it cleanly.
 For production, run nats-server itself (ideally a 3-node cluster).`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -62,8 +66,10 @@ For production, run nats-server itself (ideally a 3-node cluster).`,
 	fl.StringVar(&f.token, "token", "", "token clients must present (instead of --user and --password)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM): clients must connect with TLS")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM) of --tls-cert")
+	fl.StringVar(&f.config, "config", "", "nats-server configuration file: users, permissions, accounts, TLS")
 	addMetricsFlag(fl, &f.metrics)
 	_ = cmd.MarkFlagDirname("data")
+	_ = cmd.MarkFlagFilename("config")
 	return cmd
 }
 
@@ -77,6 +83,16 @@ func (f *serverFlags) validate() error {
 		return usageError{errors.New("--token and --user: give one or the other")}
 	case (f.tlsCert == "") != (f.tlsKey == ""):
 		return usageError{errors.New("--tls-cert and --tls-key: give both, or neither")}
+	}
+	if f.config != "" {
+		if _, err := os.Stat(f.config); err != nil {
+			return usageError{fmt.Errorf("--config: %w", err)}
+		}
+		if f.metrics != "" {
+			// The metrics come from a client inside the process, which would need a
+			// user of the file's own.
+			return usageError{errors.New("--metrics-addr and --config: not together; scrape the workers' --metrics-addr instead")}
+		}
 	}
 	_, err := metricsListenAddr(f.metrics)
 	return err
@@ -99,6 +115,9 @@ func (f *serverFlags) options(dir string) []embedded.Option {
 	}
 	if f.tlsCert != "" {
 		opts = append(opts, embedded.TLSFiles(f.tlsCert, f.tlsKey))
+	}
+	if f.config != "" {
+		opts = append(opts, embedded.ConfigFile(f.config))
 	}
 	return opts
 }
@@ -132,6 +151,8 @@ func (a *app) server(ctx context.Context, f serverFlags) error {
 		fmt.Fprintf(a.stdout, "  auth: user %s (clients: --user and --password)\n", f.user)
 	case f.token != "":
 		fmt.Fprintln(a.stdout, "  auth: token (clients: --token)")
+	case f.config != "":
+		fmt.Fprintf(a.stdout, "  config: %s\n", f.config)
 	}
 	if f.tlsCert != "" {
 		fmt.Fprintf(a.stdout, "  tls:  certificate %s (clients: --tls-ca with what signed it)\n", f.tlsCert)
