@@ -64,7 +64,7 @@ func withJob(t *testing.T, ctx context.Context, adm *admin.Admin, js jetstream.J
 func TestRolesCannotOverstep(t *testing.T) {
 	t.Parallel()
 	s, _ := serve(t, map[string][]user{"TEAM": {
-		{"op", perms.Operator, ""}, {"work", perms.Worker, "orders"}, {"prod", perms.Producer, "orders"},
+		{"op", perms.Operator, "", ""}, {"work", perms.Worker, "orders", ""}, {"prod", perms.Producer, "orders", ""},
 	}})
 	ctx := testenv.Context(t, 90*time.Second)
 	opJS := login(t, s, "op")
@@ -181,7 +181,7 @@ func TestRolesCannotOverstep(t *testing.T) {
 // it, fails with ErrNotProvisioned naming what is missing, rather than waiting.
 func TestMissingQueueSaysWhoCreatesIt(t *testing.T) {
 	t.Parallel()
-	s, _ := serve(t, map[string][]user{"TEAM": {{"work", perms.Worker, "ghost"}, {"prod", perms.Producer, "ghost"}}})
+	s, _ := serve(t, map[string][]user{"TEAM": {{"work", perms.Worker, "ghost", ""}, {"prod", perms.Producer, "ghost", ""}}})
 	ctx := testenv.Context(t, 60*time.Second)
 	_, err := consumer.New(ctx, login(t, s, "work"), "ghost", consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }))
 	if !errors.Is(err, consumer.ErrNotProvisioned) || !strings.Contains(err.Error(), `"$JS.API.STREAM.CREATE.WORKQ_ghost"`) ||
@@ -198,8 +198,8 @@ func TestMissingQueueSaysWhoCreatesIt(t *testing.T) {
 func TestAccountsKeepSameNamedQueuesApart(t *testing.T) {
 	t.Parallel()
 	s, _ := serve(t, map[string][]user{
-		"RED":  {{"red-op", perms.Operator, ""}, {"red-work", perms.Worker, "orders"}},
-		"BLUE": {{"blue-op", perms.Operator, ""}, {"blue-work", perms.Worker, "orders"}},
+		"RED":  {{"red-op", perms.Operator, "", ""}, {"red-work", perms.Worker, "orders", ""}},
+		"BLUE": {{"blue-op", perms.Operator, "", ""}, {"blue-work", perms.Worker, "orders", ""}},
 	})
 	ctx := testenv.Context(t, 60*time.Second)
 	red, blue := operatorAdmin(t, s, "red-op"), operatorAdmin(t, s, "blue-op")
@@ -241,7 +241,7 @@ func TestAccountsKeepSameNamedQueuesApart(t *testing.T) {
 // created, and can use no other bucket.
 func TestLockUserRole(t *testing.T) {
 	t.Parallel()
-	s, v := serve(t, map[string][]user{"TEAM": {{"op", perms.Operator, ""}, {"locks", perms.LockUser, "app-locks"}}})
+	s, v := serve(t, map[string][]user{"TEAM": {{"op", perms.Operator, "", ""}, {"locks", perms.LockUser, "app-locks", ""}}})
 	ctx := testenv.Context(t, 60*time.Second)
 	if _, err := kvlock.New(ctx, login(t, s, "op"), kvlock.Bucket("app-locks")); err != nil {
 		t.Fatalf("operator creates the bucket: %v", err)

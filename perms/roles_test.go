@@ -27,9 +27,10 @@ import (
 // user is a user of the test server's config: name (its password too) and role on
 // the name given.
 type user struct {
-	name string
-	role perms.Role
-	on   string
+	name  string
+	role  perms.Role
+	on    string
+	inbox string // the user's own inbox prefix; "" for the shared _INBOX
 }
 
 // violations collects the server's log lines about permissions.
@@ -65,7 +66,11 @@ func serve(t *testing.T, accounts map[string][]user) (*embedded.Server, *violati
 	for acc, users := range accounts {
 		fmt.Fprintf(&b, "  %s: {\n    jetstream: enabled\n    users: [\n", acc)
 		for _, u := range users {
-			p, err := perms.For(u.role, u.on)
+			var opts []perms.Option
+			if u.inbox != "" {
+				opts = append(opts, perms.Inbox(u.inbox))
+			}
+			p, err := perms.For(u.role, u.on, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,9 +93,10 @@ func serve(t *testing.T, accounts map[string][]user) (*embedded.Server, *violati
 }
 
 // login connects as user name.
-func login(t *testing.T, s *embedded.Server, name string) jetstream.JetStream {
+func login(t *testing.T, s *embedded.Server, name string, opts ...nats.Option) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(s.URL(), nats.UserInfo(name, name), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	opts = append(opts, nats.UserInfo(name, name), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	nc, err := nats.Connect(s.URL(), opts...)
 	if err != nil {
 		t.Fatalf("connect as %s: %v", name, err)
 	}
@@ -131,11 +137,12 @@ func waitState(t *testing.T, adm *admin.Admin, q, id string, state producer.Stat
 // run a queue an operator created: jobs that succeed, retry, die, run for longer than
 // AckWait on heartbeats, wait for their time, jump the line, hold a unique key, and
 // run one at a time under the queue's limits (waiting on a watch for the slot).
-// The server denies neither of them anything.
+// The server denies neither of them anything; the worker, whose replies come to an
+// inbox prefix of its own, cannot listen to the shared one.
 func TestRolesRunAQueueEndToEnd(t *testing.T) {
 	t.Parallel()
 	s, v := serve(t, map[string][]user{"TEAM": {
-		{"op", perms.Operator, ""}, {"prod", perms.Producer, "orders"}, {"work", perms.Worker, "orders"},
+		{"op", perms.Operator, "", ""}, {"prod", perms.Producer, "orders", ""}, {"work", perms.Worker, "orders", "_INBOX_work"},
 	}})
 	ctx := testenv.Context(t, 90*time.Second)
 	adm := operatorAdmin(t, s, "op")
@@ -168,7 +175,8 @@ func TestRolesRunAQueueEndToEnd(t *testing.T) {
 	}
 
 	var flaky atomic.Int32
-	w, err := consumer.New(ctx, login(t, s, "work"), "orders", consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+	work := login(t, s, "work", nats.CustomInboxPrefix("_INBOX_work"))
+	w, err := consumer.New(ctx, work, "orders", consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		switch j.ID() {
 		case "flaky":
 			if flaky.Add(1) == 1 {
@@ -220,4 +228,10 @@ func TestRolesRunAQueueEndToEnd(t *testing.T) {
 	if got := v.all(); len(got) > 0 {
 		t.Errorf("the server denied the roles %d requests:\n%s", len(got), strings.Join(got, "\n"))
 	}
+	// The worker's replies come to its own inbox prefix: it cannot listen to the
+	// shared one, where the other users' replies go.
+	denied(t, work, "listen to the shared inbox", "_INBOX.>", func(context.Context) error {
+		_, err := work.Conn().SubscribeSync("_INBOX.>")
+		return err
+	})
 }
