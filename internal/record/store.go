@@ -57,7 +57,8 @@ func NewStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue
 	return Store{JS: js, KV: kv, Bucket: bucket, Linearizable: replicas > 1 && !replicaReads}, nil
 }
 
-// Get reads the record of id with its revision.
+// Get reads the record of id with its revision. A value at the key that is not id's
+// record (see Decode) is a *CorruptError, which matches ErrCorrupt.
 func (s Store) Get(ctx context.Context, id string) (*Record, error) {
 	var value []byte
 	var rev uint64
@@ -77,12 +78,7 @@ func (s Store) Get(ctx context.Context, id string) (*Record, error) {
 		}
 		value, rev = e.Value(), e.Revision()
 	}
-	var r Record
-	if err := json.Unmarshal(value, &r); err != nil {
-		return nil, fmt.Errorf("job record %s at revision %d: %w", id, rev, err)
-	}
-	r.Revision = rev
-	return &r, nil
+	return Decode(id, value, rev)
 }
 
 // storedMsg is a message as the stream's message-get API returns it.
