@@ -39,6 +39,10 @@ var (
 	ErrNotFound = producer.ErrNotFound
 	// ErrFinished: the job cannot be cancelled, it has finished (done or dead).
 	ErrFinished = producer.ErrFinished
+	// ErrCorruptRecord: the value at the job's key is not its record (another
+	// client wrote it); Job and CancelJob say so instead of reporting it (the
+	// producer's ErrCorruptRecord).
+	ErrCorruptRecord = producer.ErrCorruptRecord
 )
 
 // Admin administers the workq queues of one JetStream domain and account. It is

@@ -25,6 +25,7 @@ const (
 	early                      // the job's retry time has not come (its worker died before putting it back): put back until then
 	heldOld                    // a run through a replaced consumer may still hold the job: leave it to that run's heartbeats
 	cancelled                  // the job was cancelled: drop it without running
+	unreadable                 // the value at the job's key is not its record: dead-letter without running (see claimUnreadable)
 )
 
 // retryTolerance is how early before its record's retry time a redelivery may run
@@ -116,6 +117,8 @@ func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
 				j.claim, j.attempt = next, next.Attempt
 				return exhausted, nil
 			}
+		case errors.Is(err, record.ErrCorrupt):
+			return w.claimUnreadable(j, err), nil
 		case err != nil:
 			return 0, err
 		case w.forgottenDuplicate(j, prev):
@@ -225,6 +228,7 @@ func (w *Worker) follow(j *Job, prev *record.Record) (verdict, *record.Record) {
 		j.retryIn = wait
 		next := *prev
 		next.Delivery, next.Epoch = d, epoch
+		next.LastError = recordError(next.LastError)
 		return early, &next
 	}
 	if attempt > j.maxAttempts {
@@ -232,8 +236,34 @@ func (w *Worker) follow(j *Job, prev *record.Record) (verdict, *record.Record) {
 		return exhausted, nil
 	}
 	next := w.fresh(j, attempt)
-	next.LastError = prev.LastError
+	next.LastError = recordError(prev.LastError) // cut like our own: another client may have written one that would not fit
 	return runIt, next
+}
+
+// claimUnreadable decides what a delivery does when the value at its job's key is
+// not the job's record (record.ErrCorrupt: not JSON, another job's record, fields no
+// workq writer makes), as any client that can write to the bucket may leave it: the
+// job is dead-lettered without running, its record replaced by a dead record by
+// compare-and-set on the revision read. It sets j.claim to the record to write over it
+// and returns unreadable.
+//
+// Not run, because the record is what says whether the job was committed (done, with
+// only the ack lost), cancelled, or out of attempts: a worker that cannot read it
+// cannot tell, and running the job again could commit a second result, or run a
+// cancelled job. Not left alone either: every delivery would find the same value, and
+// the job would loop for ever. The dead letter keeps the payload and says what was
+// wrong, and the dead record written over the value makes the key readable again, so
+// an operator can requeue the job and it runs as a new message would. The attempts it
+// counts are the deliveries before this one (the floor: each may have run).
+func (w *Worker) claimUnreadable(j *Job, err error) verdict {
+	c := w.fresh(j, max(int(j.md.NumDelivered)-1, 0))
+	c.StartedAt = time.Time{}
+	var ce *record.CorruptError
+	if errors.As(err, &ce) {
+		c.Revision = ce.Revision // the dead record replaces the value read, and only it
+	}
+	j.claim, j.attempt, j.unreadable = c, c.Attempt, err
+	return unreadable
 }
 
 // askRecheck asks the fetch loop to read the consumer's incarnation now.

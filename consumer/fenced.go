@@ -50,6 +50,13 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 		w.stats.early.Add(1)
 		j.nak(j.retryIn)
 		return
+	case unreadable:
+		w.stats.errors.Add(1)
+		j.metrics.failed.Inc()
+		w.log.Error(fmt.Sprintf("job %s: the value at its key is not its record; moving the job to dead letters without running it", j.id),
+			"job", j.id, "sequence", j.md.Sequence.Stream, "delivery", j.md.NumDelivered, "err", j.unreadable)
+		w.deadLetter(ctx, j, fmt.Errorf("job did not run: %w", j.unreadable), true)
+		return
 	case exhausted:
 		w.deadLetter(ctx, j, fmt.Errorf("%w: %d attempts (of %d allowed) did not finish: the worker died, stalled or was cut off while running the job",
 			ErrExhausted, j.attempt, j.maxAttempts), true)

@@ -29,6 +29,7 @@ type Job struct {
 	result      []byte
 	fenced      bool
 	retryIn     time.Duration // verdict early: how long until the job's retry time
+	unreadable  error         // verdict unreadable: why the value at the job's key is not its record
 	scheduledAt time.Time     // a delayed job's due time, or the time a periodic firing stands for
 	schedule    string        // the periodic schedule that fired the job
 	metrics     *kindMetrics  // the series of this job's queue and kind
@@ -215,6 +216,11 @@ func (j *Job) Fence(ctx context.Context) error {
 	rec, err := j.w.records.Get(ctx, j.id)
 	if errors.Is(err, record.ErrNotFound) {
 		return fmt.Errorf("job %s: record gone: %w", j.id, ErrStale)
+	}
+	if errors.Is(err, record.ErrCorrupt) {
+		// Something that is not this job's record was written over the claim: the
+		// claim is gone as surely as if another delivery had taken it.
+		return fmt.Errorf("job %s: fence: claim overwritten: %w: %w", j.id, err, ErrStale)
 	}
 	if err != nil {
 		return fmt.Errorf("job %s: fence: %w", j.id, err)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/workq/workq/internal/record"
 )
 
 // Errors callers can test with errors.Is.
@@ -21,6 +23,13 @@ var (
 	ErrExhausted = errors.New("attempts exhausted")
 	// ErrUnfenced: an unfenced worker's job has no fencing token (Job.FencingToken).
 	ErrUnfenced = errors.New("unfenced worker: no fencing token")
+	// ErrCorruptRecord: the value at a job's key in the records bucket is not the
+	// job's record (not JSON, another job's record, a field no workq writer makes):
+	// another client wrote it. A fenced worker dead-letters such a job without
+	// running it (the dead letter's Workq-Error says what was wrong), and a run whose
+	// claim is overwritten by such a value loses it (ErrStale). The same value as
+	// producer.ErrCorruptRecord.
+	ErrCorruptRecord = record.ErrCorrupt
 )
 
 type permanentError struct{ err error }

@@ -39,6 +39,12 @@ var (
 	ErrNotFound = errors.New("job not found")
 	// ErrBatch: some jobs of a batch failed; each Result says which and why.
 	ErrBatch = errors.New("some jobs of the batch failed")
+	// ErrCorruptRecord: the value at the job's key in the records bucket is not the
+	// job's record (not JSON, another job's record, a field no workq writer makes):
+	// another client wrote it. Status and Cancel return it, naming the key, the
+	// revision and what is wrong, rather than report such a value as the job's
+	// state. The same value as consumer.ErrCorruptRecord.
+	ErrCorruptRecord = record.ErrCorrupt
 )
 
 // DeadLetterReserve is how many bytes of the server's max payload (nc.MaxPayload(),
