@@ -5,7 +5,7 @@ import "testing"
 // Any value in a lock bucket — a foreign client's included — parses or is refused,
 // never panics; an accepted record has a positive lease.
 func FuzzParseRecord(f *testing.F) {
-	for _, s := range []string{`{"owner":"a","host":"h","pid":1,"lease_ms":1000,"id":"x"}`, `{}`, `{"lease_ms":-5}`, `null`, `[`, `{"lease_ms":1e400}`} {
+	for _, s := range []string{`{"owner":"a","host":"h","pid":1,"lease_ms":1000,"id":"x"}`, `{}`, `{"lease_ms":-5}`, `null`, `[`, `{"lease_ms":1e400}`, `{"lease_ms":9223372036854775807}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"time"
 )
 
@@ -28,9 +29,17 @@ func (r record) holder(rev uint64) Holder {
 	return Holder{Owner: r.Owner, Host: r.Host, PID: r.PID, Acquired: r.Acquired, Lease: r.lease(), Revision: rev}
 }
 
+// maxLeaseMS is the longest lease, in milliseconds, that a time.Duration holds.
+const maxLeaseMS = math.MaxInt64 / int64(time.Millisecond)
+
+// parseRecord reads a lock's value. A value that is not a record a holder writes —
+// not JSON, or a lease that is not positive or does not fit a time.Duration — is
+// refused: a waiter then gives the key its own lease before taking it over. (A lease
+// that overflowed would read as negative, and a waiter would take the key over at
+// once.)
 func parseRecord(b []byte) (record, bool) {
 	var r record
-	if err := json.Unmarshal(b, &r); err != nil || r.LeaseMS <= 0 {
+	if err := json.Unmarshal(b, &r); err != nil || r.LeaseMS <= 0 || r.LeaseMS > maxLeaseMS {
 		return record{}, false
 	}
 	return r, true
