@@ -44,9 +44,11 @@ func (f *connFlags) register(root *cobra.Command) {
 	p.StringVar(&f.user, "user", os.Getenv("NATS_USER"), "user name ($NATS_USER)")
 	p.StringVar(&f.password, "password", os.Getenv("NATS_PASSWORD"), "password ($NATS_PASSWORD)")
 	p.StringVar(&f.token, "token", os.Getenv("NATS_TOKEN"), "authentication token ($NATS_TOKEN)")
-	p.StringVar(&f.tlsCert, "tls-cert", "", "client TLS certificate file")
-	p.StringVar(&f.tlsKey, "tls-key", "", "client TLS private key file")
-	p.StringVar(&f.tlsCA, "tls-ca", "", "CA certificate file to verify the server")
+	// The TLS files default to the environment variables the nats CLI reads, so that
+	// one environment serves both tools.
+	p.StringVar(&f.tlsCert, "tls-cert", os.Getenv("NATS_CERT"), "client TLS certificate file ($NATS_CERT)")
+	p.StringVar(&f.tlsKey, "tls-key", os.Getenv("NATS_KEY"), "client TLS private key file ($NATS_KEY)")
+	p.StringVar(&f.tlsCA, "tls-ca", os.Getenv("NATS_CA"), "CA certificate file to verify the server ($NATS_CA)")
 	p.DurationVar(&f.wait, "wait", 0, "wait up to this long for the server to be reachable (default: fail at once)")
 	for _, name := range []string{"creds", "nkey", "tls-cert", "tls-key", "tls-ca"} {
 		_ = root.MarkPersistentFlagFilename(name)
