@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 	"github.com/workq/workq/admin"
 	"github.com/workq/workq/internal/retry"
@@ -123,16 +127,16 @@ func (a *app) connect(ctx context.Context, name string, longLived bool) (*conn, 
 func (f *connFlags) options(name string) ([]nats.Option, error) {
 	opts := []nats.Option{nats.Name("workq " + name), nats.Timeout(3 * time.Second),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}
+	if err := f.checkFiles(); err != nil {
+		return nil, err
+	}
 	if f.creds != "" {
-		if _, err := os.Stat(f.creds); err != nil {
-			return nil, fmt.Errorf("credentials file: %w", err)
-		}
 		opts = append(opts, nats.UserCredentials(f.creds))
 	}
 	if f.nkey != "" {
 		o, err := nats.NkeyOptionFromSeed(f.nkey)
 		if err != nil {
-			return nil, fmt.Errorf("nkey seed file %s: %w", f.nkey, err)
+			return nil, loginFileError("nkey", f.nkey, err)
 		}
 		opts = append(opts, o)
 	}
@@ -149,6 +153,72 @@ func (f *connFlags) options(name string) ([]nats.Option, error) {
 		opts = append(opts, nats.RootCAs(f.tlsCA))
 	}
 	return opts, nil
+}
+
+// checkFiles reads the credentials and TLS files of the flags before workq
+// connects. The client library reads them only while it connects, so a file that is
+// missing or not what its flag wants would surface as a connection error, vaguely
+// worded and retried for all of --wait; waiting does not mend a file, so workq fails
+// at once, naming the flag. (options parses --nkey's seed file itself.)
+func (f *connFlags) checkFiles() error {
+	if f.creds != "" {
+		b, err := readLoginFile("creds", f.creds)
+		if err != nil {
+			return err
+		}
+		if _, err := userClaims(b); err != nil {
+			return loginFileError("creds", f.creds, err)
+		}
+	}
+	if f.tlsCert != "" {
+		cert, err := readLoginFile("tls-cert", f.tlsCert)
+		if err != nil {
+			return err
+		}
+		key, err := readLoginFile("tls-key", f.tlsKey)
+		if err != nil {
+			return err
+		}
+		if _, err := tls.X509KeyPair(cert, key); err != nil {
+			return loginFileError("tls-cert", f.tlsCert, fmt.Errorf("with --tls-key %s: %v", f.tlsKey, err))
+		}
+	}
+	if f.tlsCA != "" {
+		b, err := readLoginFile("tls-ca", f.tlsCA)
+		if err != nil {
+			return err
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(b) {
+			return loginFileError("tls-ca", f.tlsCA, errors.New("no PEM certificate in it"))
+		}
+	}
+	return nil
+}
+
+// readLoginFile reads the file of a connection flag.
+func readLoginFile(flag, path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, loginFileError(flag, path, err)
+	}
+	return b, nil
+}
+
+// userClaims decodes the user JWT of a credentials file, checking that the file
+// also holds the user's seed, as the client library needs both.
+func userClaims(creds []byte) (*jwt.UserClaims, error) {
+	token, err := nkeys.ParseDecoratedJWT(creds)
+	if err != nil {
+		return nil, err
+	}
+	claims, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		return nil, fmt.Errorf("no user JWT in it (%v)", err)
+	}
+	if _, err := nkeys.ParseDecoratedUserNKey(creds); err != nil {
+		return nil, fmt.Errorf("no user seed in it (%v)", err)
+	}
+	return claims, nil
 }
 
 // reconnectLog tells connLog, if set, when a long-lived connection is lost and

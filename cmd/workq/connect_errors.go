@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -42,6 +43,21 @@ func connectError(server string, err error, wait time.Duration) error {
 		return fmt.Errorf("cannot connect to %s: no server is reachable there (is it running? set --server or NATS_URL, or --wait for it)", server)
 	}
 	return fmt.Errorf("cannot connect to %s: %v", server, err)
+}
+
+// flagEnv names the environment variable of each connection flag that names a file.
+var flagEnv = map[string]string{
+	"creds": "NATS_CREDS", "nkey": "NATS_NKEY", "tls-cert": "NATS_CERT", "tls-key": "NATS_KEY", "tls-ca": "NATS_CA",
+}
+
+// loginFileError says that the file path of a connection flag cannot be used, and
+// why, without repeating the path a file system error names too.
+func loginFileError(flag, path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("cannot use %s (--%s or $%s): %v", path, flag, flagEnv[flag], err)
 }
 
 // interrupted is the error of a connection given up because workq was signalled
