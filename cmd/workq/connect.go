@@ -255,7 +255,7 @@ func (a *app) dial(ctx context.Context, opts []nats.Option, deadline time.Time) 
 			return nc, nil
 		}
 		if !retryableConnect(err) || !time.Now().Before(deadline) {
-			return nil, connectError(f.server, err, f.wait)
+			return nil, connectError(f, err)
 		}
 		if !waitLogged && a.connLog != nil {
 			waitLogged = true

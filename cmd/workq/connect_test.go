@@ -1,6 +1,13 @@
 package main
 
-import "testing"
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+)
 
 func TestConnFlagsValidate(t *testing.T) {
 	t.Parallel()
@@ -12,4 +19,28 @@ func TestConnFlagsValidate(t *testing.T) {
 		{"certificate without key", &connFlags{server: defaultServer, tlsCert: "c.pem"}, want},
 		{"key without certificate", &connFlags{server: defaultServer, tlsKey: "k.pem"}, want},
 	})
+}
+
+// A refusal of the credentials or a TLS failure is not retried, also when it is the
+// server's own text (a connection's LastError), which nats.go's errors do not match.
+func TestRetryableConnect(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nats.ErrNoServers, true},
+		{errors.New("dial tcp 127.0.0.1:4222: connect: connection refused"), true},
+		{nats.ErrAuthorization, false},
+		{nats.ErrAuthExpired, false},
+		{errors.New("nats: User Authentication Expired"), false},
+		{errors.New("nats: User Authentication Revoked"), false},
+		{errors.New("nats: Account Authentication Expired"), false},
+		{fmt.Errorf("%w: connection closed by remote after TLS handshake: %w", nats.ErrTLS, syscall.EPIPE), false},
+		{nats.ErrSecureConnWanted, false},
+	} {
+		if got := retryableConnect(c.err); got != c.want {
+			t.Errorf("retryableConnect(%q) = %v, want %v", c.err, got, c.want)
+		}
+	}
 }
