@@ -74,6 +74,22 @@ func (c *conn) Close() {
 	}
 }
 
+// lostTo explains err, what a long-lived command got when its connection ended,
+// if the server ended it for good by refusing the credentials (or they expired):
+// the client library gives up reconnecting after the server refuses it twice, and
+// the command sees only "connection closed", which does not say why nor what to
+// check. Any other err is returned as it is.
+func (c *conn) lostTo(f *connFlags, err error) error {
+	if err == nil || !c.nc.IsClosed() {
+		return err
+	}
+	last := c.nc.LastError()
+	if last == nil || retryableConnect(last) {
+		return err
+	}
+	return fmt.Errorf("lost the connection: %w", connectError(f, last))
+}
+
 // validate checks the flags that go together. connect calls it: the connection
 // flags matter only to the commands that connect.
 func (f *connFlags) validate() error {

@@ -188,7 +188,7 @@ func (f *workFlags) run(ctx context.Context, a *app) error {
 	s := w.Stats()
 	log.Info("worker stopped", "committed", s.Committed, "retried", s.Retried, "dead", s.Dead,
 		"reassigned", s.Reassigned, "handed_back", s.HandedBack, "errors", s.Errors)
-	return runErr
+	return c.lostTo(&a.conn, runErr)
 }
 
 // options are the worker's options from the flags, logging to log and, if reg is
