@@ -89,7 +89,7 @@ func For(role Role, name string, opts ...Option) (Permissions, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	if err := checkInbox(c.inbox); err != nil {
+	if err := CheckInbox(c.inbox); err != nil {
 		return Permissions{}, err
 	}
 	p := Permissions{Subscribe: []string{c.inbox + ".>"}}
@@ -125,7 +125,9 @@ func roleList() string {
 	return strings.Join(s, ", ")
 }
 
-func checkInbox(prefix string) error {
+// CheckInbox checks an inbox prefix as Inbox takes it: a subject without wildcards.
+// An invalid one wraps ErrInvalidInbox.
+func CheckInbox(prefix string) error {
 	if prefix == "" || strings.ContainsAny(prefix, "*> \t\r\n") || strings.HasPrefix(prefix, ".") ||
 		strings.HasSuffix(prefix, ".") || strings.Contains(prefix, "..") {
 		return fmt.Errorf("perms: %w %q: want a subject without wildcards, e.g. _INBOX_worker1", ErrInvalidInbox, prefix)

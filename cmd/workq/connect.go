@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/workq/workq/admin"
 	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/perms"
 )
 
 // defaultServer is where workq connects without --server or NATS_URL.
@@ -30,6 +31,7 @@ const opTimeout = 15 * time.Second
 type connFlags struct {
 	server, creds, nkey, user, password, token string
 	tlsCert, tlsKey, tlsCA                     string
+	inbox                                      string
 	wait                                       time.Duration
 }
 
@@ -53,6 +55,7 @@ func (f *connFlags) register(root *cobra.Command) {
 	p.StringVar(&f.tlsCert, "tls-cert", os.Getenv("NATS_CERT"), "client TLS certificate file ($NATS_CERT)")
 	p.StringVar(&f.tlsKey, "tls-key", os.Getenv("NATS_KEY"), "client TLS private key file ($NATS_KEY)")
 	p.StringVar(&f.tlsCA, "tls-ca", os.Getenv("NATS_CA"), "CA certificate file to verify the server ($NATS_CA)")
+	p.StringVar(&f.inbox, "inbox-prefix", os.Getenv("NATS_INBOX_PREFIX"), "prefix of the subjects replies come to, for a user allowed only its own (see 'workq perms'; default _INBOX) ($NATS_INBOX_PREFIX)")
 	p.DurationVar(&f.wait, "wait", 0, "wait up to this long for the server to be reachable (default: fail at once)")
 	for _, name := range []string{"creds", "nkey", "tls-cert", "tls-key", "tls-ca"} {
 		_ = root.MarkPersistentFlagFilename(name)
@@ -95,6 +98,11 @@ func (c *conn) lostTo(f *connFlags, err error) error {
 func (f *connFlags) validate() error {
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if f.inbox != "" {
+		if err := perms.CheckInbox(f.inbox); err != nil {
+			return fmt.Errorf("--inbox-prefix: %w", err)
+		}
 	}
 	return nil
 }
@@ -167,6 +175,9 @@ func (f *connFlags) options(name string) ([]nats.Option, error) {
 	}
 	if f.tlsCA != "" {
 		opts = append(opts, nats.RootCAs(f.tlsCA))
+	}
+	if f.inbox != "" {
+		opts = append(opts, nats.CustomInboxPrefix(f.inbox))
 	}
 	return opts, nil
 }
@@ -308,6 +319,11 @@ func (f *connFlags) waitJetStream(ctx context.Context, js jetstream.JetStream, d
 			return interrupted("JetStream on "+f.server+" to answer", f.wait)
 		case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 			return fmt.Errorf("JetStream is not enabled on %s for this account (start nats-server with -js, or run 'workq server')", f.server)
+		case errors.Is(js.Conn().LastError(), nats.ErrPermissionViolation):
+			// The connection is new: the violation is this check's (or its reply
+			// subscription's). A user allowed only its own inbox gets no reply on _INBOX.
+			return fmt.Errorf("JetStream on %s does not answer this user: %v (see 'workq perms'; a user whose replies come to an inbox of its own needs --inbox-prefix)",
+				f.server, js.Conn().LastError())
 		default:
 			return fmt.Errorf("JetStream on %s does not answer: %v", f.server, err)
 		}

@@ -502,11 +502,18 @@ func (o *operator) account(t *testing.T, name string, js bool) *account {
 // credentials file's contents.
 func (a *account) user(t *testing.T, expires time.Time) []byte {
 	t.Helper()
+	return a.userWith(t, expires, jwt.Permissions{})
+}
+
+// userWith is user with the permissions p in the user's JWT.
+func (a *account) userWith(t *testing.T, expires time.Time, p jwt.Permissions) []byte {
+	t.Helper()
 	kp, err := nkeys.CreateUser()
 	must(t, err)
 	pub, err := kp.PublicKey()
 	must(t, err)
 	claims := jwt.NewUserClaims(pub)
+	claims.Permissions = p
 	if !expires.IsZero() {
 		claims.Expires = expires.Unix()
 	}

@@ -1,17 +1,21 @@
 package main_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/jwt/v2"
 )
 
 // rolesConfig is a nats-server configuration whose account TEAM has users op, prod,
 // work and ghost (each user's password is its name) with the permissions `workq
 // perms` prints for the operator, a producer and a worker of queue orders, and a
-// worker of queue ghost.
+// worker of queue ghost. The worker work's replies come to an inbox prefix of its own,
+// inboxes[work].
 func rolesConfig(t *testing.T) string {
 	t.Helper()
 	var users strings.Builder
@@ -19,6 +23,9 @@ func rolesConfig(t *testing.T) string {
 		args := []string{"perms", "--role", u.role}
 		if u.queue != "" {
 			args = append(args, u.queue)
+		}
+		if inbox := inboxes[u.name]; inbox != "" {
+			args = append(args, "--inbox-prefix", inbox)
 		}
 		block := ok(t, "", args...)
 		fmt.Fprintf(&users, "{ user: %q, password: %q\n%s}\n", u.name, u.name, block)
@@ -47,10 +54,13 @@ func rolesServer(t *testing.T) string {
 	return url
 }
 
-// as runs workq as user (password the same) on the server at url.
+// inboxes are the inbox prefixes of rolesConfig's users that have their own.
+var inboxes = map[string]string{"work": "_INBOX_work"}
+
+// as runs workq as user (password the same, and its inbox prefix) on the server at url.
 func as(t *testing.T, url, user string, args ...string) result {
 	t.Helper()
-	return wqEnv(t, []string{"NATS_URL=" + url, "NATS_USER=" + user, "NATS_PASSWORD=" + user}, "", args...)
+	return wqEnv(t, []string{"NATS_URL=" + url, "NATS_USER=" + user, "NATS_PASSWORD=" + user, "NATS_INBOX_PREFIX=" + inboxes[user]}, "", args...)
 }
 
 // With the permissions `workq perms` prints, an operator creates a queue, a producer
@@ -73,7 +83,7 @@ func TestPermsRolesFromTheCLI(t *testing.T) {
 	must(as(t, url, "prod", "enqueue", "orders", "--id", "j1", "hello"), "enqueue")
 	must(as(t, url, "prod", "enqueue", "orders", "--id", "j2", "--max-attempts", "1", "doomed"), "enqueue")
 
-	w := start(t, "work", "orders", "--ack-wait", "2s", "--server", url, "--user", "work", "--password", "work", "--",
+	w := start(t, "work", "orders", "--ack-wait", "2s", "--server", url, "--user", "work", "--password", "work", "--inbox-prefix", inboxes["work"], "--",
 		"sh", "-c", `read p; [ "$p" = doomed ] && exit 1; sleep 1.5; echo "did $p"`)
 	defer func() {
 		if t.Failed() {
@@ -113,8 +123,12 @@ func TestPermsRolesFromTheCLI(t *testing.T) {
 		t.Errorf("queue info after the refused calls: %s", out)
 	}
 
+	// A user whose replies come to an inbox of its own, connecting without it, is told.
+	r := wqEnv(t, []string{"NATS_URL=" + url, "NATS_USER=work", "NATS_PASSWORD=work"}, "", "queue", "info", "orders")
+	oneLine(t, r, 1, "permissions violation", "--inbox-prefix")
+
 	// A worker whose queue nobody created says who creates it.
-	r := as(t, url, "ghost", "work", "ghost", "--", "true")
+	r = as(t, url, "ghost", "work", "ghost", "--", "true")
 	oneLine(t, r, 1, "queue not provisioned", "$JS.API.STREAM.CREATE.WORKQ_ghost", "workq queue create")
 }
 
@@ -129,8 +143,43 @@ func TestPermsFlagErrors(t *testing.T) {
 	oneLine(t, wq(t, "", "perms", "orders", "--role", "worker", "--format", "yaml"), 2, "--format")
 	oneLine(t, wq(t, "", "perms", "orders", "--role", "worker", "--inbox-prefix", "_INBOX.*"), 2, "inbox prefix")
 	oneLine(t, wq(t, "", "queue", "create", "q", "--ack-wait", "10ms"), 2, "--ack-wait 10ms")
+	oneLine(t, wq(t, "", "queue", "ls", "--inbox-prefix", "_INBOX.>"), 2, "--inbox-prefix", "invalid inbox prefix")
 	oneLine(t, wq(t, "", "queue", "create", "q", "--replicas", "0"), 2, "--replicas 0")
 	if out := ok(t, "", "perms", "orders", "--role", "worker", "--format", "nsc", "--inbox-prefix", "_INBOX_w1"); !strings.Contains(out, "--allow-sub '_INBOX_w1.>'") {
 		t.Errorf("nsc format: %s", out)
 	}
+}
+
+// The JSON that `workq perms --format json` prints makes user JWTs: with an operator's
+// and a worker's, in an account of a JWT operator, the operator creates and fills a
+// queue, the worker runs it, and the worker cannot purge it.
+func TestPermsForJWTUsers(t *testing.T) {
+	t.Parallel()
+	op := newOperator(t)
+	acct := op.account(t, "TEAM", true)
+	creds := func(args ...string) string {
+		var p jwt.Permissions
+		must(t, json.Unmarshal([]byte(ok(t, "", append([]string{"perms", "--format", "json"}, args...)...)), &p))
+		return tempFile(t, "user.creds", string(acct.userWith(t, time.Time{}, p)))
+	}
+	opCreds, workCreds := creds("--role", "operator"), creds("orders", "--role", "worker")
+	dir := t.TempDir()
+	conf := fmt.Sprintf("jetstream: { store_dir: %q }\n%s", filepath.Join(dir, "js"), op.conf(acct))
+	srv, url, err := startNATS(dir, "-c", tempFile(t, "server.conf", conf))
+	must(t, err)
+	t.Cleanup(func() { stopProcess(srv) })
+	with := func(creds string, args ...string) result {
+		return wqEnv(t, []string{"NATS_URL=" + url, "NATS_CREDS=" + creds}, "", args...)
+	}
+	for _, args := range [][]string{{"queue", "create", "orders"}, {"enqueue", "orders", "--id", "j1", "hi"}} {
+		if r := with(opCreds, args...); r.code != 0 {
+			t.Fatalf("operator: %v: %s", args, r.stderr)
+		}
+	}
+	w := start(t, "work", "orders", "--server", url, "--creds", workCreds, "--", "cat")
+	waitFor(t, 30*time.Second, "j1 done", func() bool {
+		return strings.Contains(with(opCreds, "job", "get", "orders", "j1").stdout, "done")
+	})
+	w.stop(t)
+	oneLine(t, with(workCreds, "queue", "purge", "orders", "--yes"), 1, "permissions violation", "$JS.API.STREAM.PURGE.WORKQ_orders")
 }
