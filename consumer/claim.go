@@ -208,12 +208,17 @@ func (w *Worker) follow(j *Job, prev *record.Record) (verdict, *record.Record) {
 		// Claimed through a newer incarnation of the consumer than the one this
 		// delivery came through: the worker may not know the new one yet.
 		j.lease.src.askRecheck()
-		return stale, nil
-	case prev.Epoch == epoch || prev.Epoch == 0:
-		if prev.Delivery >= d {
+		if !w.takeOverAhead(j, prev) {
 			return stale, nil
 		}
-		untraced = int(d - prev.Delivery - 1)
+	case prev.Epoch == epoch || prev.Epoch == 0:
+		if prev.Delivery >= d {
+			if !w.takeOverAhead(j, prev) {
+				return stale, nil
+			}
+		} else {
+			untraced = int(d - prev.Delivery - 1)
+		}
 	case prev.State == record.Running && d == 1:
 		// A run of the job through the replaced consumer may still be going. Its
 		// heartbeats reach the new consumer (acks match by stream sequence) and keep

@@ -331,3 +331,45 @@ func TestForeignValueStatusSaysCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// A record of the job that another client wrote claiming it for a delivery far ahead of
+// the server's count (or for a consumer incarnation newer than any), as no live run
+// can: the job does not wait for that delivery for ever. The first delivery finds the
+// claim ahead and leaves it; the next finds the same claim untouched, takes the job
+// over, runs it and commits it.
+func TestForeignClaimAheadIsTakenOver(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	for _, c := range []struct{ name, claim string }{
+		{"delivery", `{"id":%q,"state":"running","attempt":1,"max_attempts":5,"delivery":1000000,"sequence":%d,"worker":{"name":"intruder"}}`},
+		{"epoch", `{"id":%q,"state":"running","attempt":1,"max_attempts":5,"delivery":1,"epoch":9000000000000000000,"sequence":%d,"worker":{"name":"intruder"}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			q, id := "fa-"+c.name, "job-ahead"
+			p := newProducer(t, js, q)
+			info, err := p.Enqueue(testenv.Context(t, 10*time.Second), []byte("payload"), producer.ID(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			foreignPut(t, js, q, id, fmt.Appendf(nil, c.claim, id, info.Sequence))
+			lg := &textLog{}
+			w := foreignWorker(t, js, q, consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
+				j.SetResult([]byte("ran"))
+				return nil
+			}), lg)
+			testenv.Eventually(t, 20*time.Second, id+" done", func() bool {
+				r, err := p.Status(testenv.Context(t, 5*time.Second), id)
+				return err == nil && r.State == producer.StateDone
+			})
+			if r := status(t, p, id); string(r.Result) != "ran" || r.Worker.Name == "" || r.Worker.Name == "intruder" || r.Attempt != 2 {
+				t.Errorf("record %+v: want the job run and committed by the worker as attempt 2", r)
+			}
+			if s := w.Stats(); s.Committed != 1 {
+				t.Errorf("stats %+v: want one commit", s)
+			}
+			lg.waitLine(t, 5*time.Second, "job "+id+": its record claims", "taking the job over", "queue="+q)
+		})
+	}
+}

@@ -69,6 +69,7 @@ type Worker struct {
 	gateCtx   context.Context   // ends when Run stops pulling: waiting for a limit stops then
 	uniques   queue.LazyUniques // the unique bucket, opened by the first unique job (unique.go)
 	held      held              // deliveries held, by stream sequence (see twins.go)
+	ahead     aheadClaims       // claims found ahead of a delivery (ahead.go)
 	finishing chan struct{}     // bounds background outcome writes
 	finishers sync.WaitGroup    // background outcome writes in progress
 }
