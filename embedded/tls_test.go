@@ -4,7 +4,11 @@ import (
 	"bufio"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -67,4 +71,47 @@ func TestTLSConfig(t *testing.T) {
 	}
 	s := run(t, embedded.TLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}), embedded.MemoryStore())
 	wantTLS(t, s, roots)
+}
+
+// ConfigFile brings users and TLS with client certificates from a nats-server
+// configuration: a client with a certificate of the CA and the user's password gets
+// in and uses JetStream; one without a certificate, or with the wrong password, does
+// not; the listen address and store stay with the options.
+func TestConfigFileUsersAndMutualTLS(t *testing.T) {
+	t.Parallel()
+	ca := testcert.NewCA(t, "workq test CA")
+	cert, key := ca.Server(t)
+	clientCert, clientKey := ca.Client(t, "worker-1")
+	conf := filepath.Join(t.TempDir(), "server.conf")
+	text := fmt.Sprintf(`
+listen: "127.0.0.1:1"  # the options' port wins
+tls: { cert_file: %q, key_file: %q, ca_file: %q, verify: true }
+authorization: { users: [ { user: w, password: secret } ] }
+`, cert, key, ca.File)
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := run(t, embedded.ConfigFile(conf), embedded.MemoryStore())
+	if !strings.HasPrefix(s.URL(), "tls://127.0.0.1:") || strings.HasSuffix(s.URL(), ":1") {
+		t.Errorf("URL %s: want tls:// on the options' address", s.URL())
+	}
+	good := []nats.Option{nats.UserInfo("w", "secret"), nats.ClientCert(clientCert, clientKey), nats.RootCAs(ca.File), nats.Timeout(3 * time.Second)}
+	if _, err := jetStream(t, s.URL(), good...).AccountInfo(testenv.Context(t, 10*time.Second)); err != nil {
+		t.Fatalf("JetStream with the certificate and the password: %v", err)
+	}
+	for name, bad := range map[string][]nats.Option{
+		"no client certificate": {nats.UserInfo("w", "secret"), nats.RootCAs(ca.File), nats.Timeout(3 * time.Second)},
+		"wrong password":        {nats.UserInfo("w", "wrong"), nats.ClientCert(clientCert, clientKey), nats.RootCAs(ca.File), nats.Timeout(3 * time.Second)},
+	} {
+		if nc, err := nats.Connect(s.URL(), bad...); err == nil {
+			nc.Close()
+			t.Errorf("%s: connected", name)
+		}
+	}
+	if _, err := embedded.Run(embedded.ConfigFile(conf), embedded.Token("t")); !errors.Is(err, embedded.ErrInvalidOption) {
+		t.Errorf("ConfigFile with users and Token: %v; want ErrInvalidOption", err)
+	}
+	if _, err := embedded.Run(embedded.ConfigFile(filepath.Join(t.TempDir(), "none.conf"))); !errors.Is(err, embedded.ErrInvalidOption) {
+		t.Errorf("a missing ConfigFile: %v; want ErrInvalidOption", err)
+	}
 }

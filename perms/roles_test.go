@@ -218,6 +218,9 @@ func TestRolesRunAQueueEndToEnd(t *testing.T) {
 		}
 	}
 	waitState(t, adm, "orders", "poison", producer.StateDead, 30*time.Second)
+	if r, err := p.Status(ctx, "ok"); err != nil || r.State != producer.StateDone {
+		t.Errorf("the producer reads its job's status: %+v, %v; want done", r, err)
+	}
 	dead, err := adm.DeadLetters(ctx, "orders", 10, false)
 	if err != nil || len(dead) != 1 || dead[0].JobID != "poison" {
 		t.Fatalf("dead letters %+v, %v; want poison's", dead, err)
