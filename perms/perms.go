@@ -7,7 +7,9 @@
 // Everything not listed is denied. Provisioning is the operator's: a producer or a
 // worker may look up its queue's streams, buckets and consumers but not create,
 // change, purge or delete them, so an operator creates the queue first ('workq queue
-// create', or admin.CreateQueue).
+// create', or admin.CreateQueue). A worker may delete single messages of its queue's
+// jobs stream, for its sweep of finished jobs' leftovers (consumer/orphans.go): no
+// more than it can do already by acking the jobs delivered to it.
 //
 // The lists assume the default JetStream API prefix ($JS.API, no domain) and the
 // default inbox prefix (_INBOX): every role subscribes to _INBOX.>, where the server
