@@ -1,5 +1,7 @@
 // Package retry retries calls to a server that is not reachable yet: a client
-// started before its server, a cluster electing a leader.
+// started before its server, a cluster electing a leader. It tells those apart from
+// a request the server refused for the user's permissions, which gets no answer
+// either.
 package retry
 
 import (
@@ -17,7 +19,9 @@ import (
 // ctx ends. Errors that mean the server or JetStream is not reachable yet (no
 // responders, timeouts, a connection that is reconnecting, a cluster without a leader)
 // are retried with a short capped backoff, so that a client started before its server
-// simply waits for it, as long as its context allows. Each try gets at most 5s.
+// simply waits for it, as long as its context allows. Each try gets at most 5s. With a
+// connection in ctx (WithConn), a try the server refused for the user's permissions
+// ends Do at once with that violation.
 func Do(ctx context.Context, op func(ctx context.Context) error) error {
 	return DoEach(ctx, 5*time.Second, op)
 }
@@ -107,10 +111,10 @@ func cancelWhenDenied(ctx context.Context, cancel context.CancelFunc, nc *nats.C
 	}
 }
 
-// Denied returns the permissions violation nc received since its last error
-// was before (nc.LastError() read earlier), or nil. A violation is a new error value each time, so one received
-// during the try differs from before. The error wraps nats.ErrPermissionViolation
-// and names the subject the server refused.
+// Denied returns the permissions violation nc received since its last error was
+// before (nc.LastError() read earlier), or nil. A violation is a new error value each
+// time, so one received since differs from before. The error wraps
+// nats.ErrPermissionViolation and names the subject the server refused.
 func Denied(nc *nats.Conn, before error) error {
 	if nc == nil {
 		return nil
