@@ -49,8 +49,14 @@ func (w *Worker) replaced(l *lease) bool {
 }
 
 // checkIncarnation reads the incarnation of s's consumer from the server, and
-// re-creates the consumer if it is gone. It reports whether the incarnation changed.
+// re-creates the consumer if it is gone. A new incarnation (another process
+// re-created the consumer) is checked as a consumer the worker opens is, and an
+// unusable consumer is checked again, until it is mended. It reports whether the
+// incarnation changed.
 func (w *Worker) checkIncarnation(ctx context.Context, s *source) (changed bool) {
+	if s.unusable.Load() {
+		return w.recover(ctx, s)
+	}
 	cctx, cancel := context.WithTimeout(ctx, max(w.cfg.heartbeat, time.Second)) // the check's own interval
 	defer cancel()
 	inc, err := queue.Refresh(cctx, w.objects, s.consumer)
@@ -60,13 +66,17 @@ func (w *Worker) checkIncarnation(ctx context.Context, s *source) (changed bool)
 	case err != nil:
 		w.log.Debug("reading the workers' consumer", "err", err)
 		return false
+	case inc.Epoch != s.incarnation().Epoch:
+		return w.recover(ctx, s)
 	}
-	return w.setIncarnation(s, inc)
+	return false
 }
 
-// recover re-creates or re-reads the workers' consumer after a failed pull. A consumer
-// that cannot be had (an incompatible one took its place, say) leaves the worker
-// unhealthy, with the reason logged as an error. It reports whether the incarnation
+// recover re-creates or re-reads and checks the workers' consumer. A consumer that
+// cannot be had (an incompatible one took its place, say) leaves the worker unhealthy,
+// with the reason logged as an error. An incompatible one is not pulled from (it would
+// serve jobs on terms the workers cannot keep, and a pull that works would clear the
+// worker's health) until a check finds it mended. It reports whether the incarnation
 // changed.
 func (w *Worker) recover(ctx context.Context, s *source) (changed bool) {
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.ackWait)
@@ -74,11 +84,16 @@ func (w *Worker) recover(ctx context.Context, s *source) (changed bool) {
 	c, inc, err := w.ensureConsumer(cctx, s)
 	if err != nil {
 		if ctx.Err() == nil && !jserr.Transient(err) && cctx.Err() == nil {
+			// Only a consumer that is there but wrong stops the level's pulls: other
+			// failures (a server restarting, a closed connection) show in the pulls
+			// themselves, which end the worker or mend it.
+			s.unusable.Store(errors.Is(err, queue.ErrIncompatible))
 			w.unhealthy(err, true)
 		}
 		return false
 	}
 	s.consumer = c
+	s.unusable.Store(false)
 	return w.setIncarnation(s, inc)
 }
 
@@ -102,8 +117,14 @@ func (w *Worker) unhealthy(err error, serious bool) {
 	w.log.Warn("pulling jobs failed; checking the workers' consumer and retrying", "err", err)
 }
 
-// pullsWork records a pull that succeeded.
+// pullsWork records a pull that succeeded. While another level's consumer is
+// unusable the worker stays unhealthy: its pulls working do not mend that one.
 func (w *Worker) pullsWork() {
+	for _, s := range w.sources {
+		if s.unusable.Load() {
+			return
+		}
+	}
 	if prev := w.health.Swap(nil); prev != nil {
 		w.log.Info("pulling jobs again", "after", (*prev).Error())
 	}

@@ -160,6 +160,22 @@ func TestIncompatibleConsumerMakesWorkerUnhealthy(t *testing.T) {
 	if !logs.has(slog.LevelError, "the worker cannot pull jobs") {
 		t.Errorf("no error logged for a consumer the worker cannot use: %v", logs.all())
 	}
+	// While the incompatible consumer stays, the worker pulls nothing through it (a
+	// job enqueued now waits) and stays unhealthy: a pull that worked would have
+	// cleared its health.
+	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("meanwhile")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err := w.Health(); !errors.Is(err, consumer.ErrIncompatible) {
+			t.Fatalf("Health %v while the incompatible consumer is in place; want ErrIncompatible", err)
+		}
+		select {
+		case id := <-done:
+			t.Fatalf("ran %s through the incompatible consumer", id)
+		default:
+		}
+	}
 
 	if err := stream.DeleteConsumer(ctx, "workers"); err != nil {
 		t.Fatal(err)
@@ -168,13 +184,17 @@ func TestIncompatibleConsumerMakesWorkerUnhealthy(t *testing.T) {
 	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("after")); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case id := <-done:
-		if id != "after" {
-			t.Fatalf("ran %s", id)
+	ran := map[string]bool{}
+	for len(ran) < 2 {
+		select {
+		case id := <-done:
+			ran[id] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("ran %v after the consumer was re-created; want meanwhile and after", ran)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no job ran after the consumer was re-created")
+	}
+	if !ran["meanwhile"] || !ran["after"] {
+		t.Fatalf("ran %v; want meanwhile and after", ran)
 	}
 }
 

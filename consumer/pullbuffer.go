@@ -245,7 +245,7 @@ func (p *puller) fetch(ctx context.Context) error {
 				go func() { defer p.sweeps.Done(); w.sweepOrphans(ctx, p.src) }()
 			}
 		}
-		if missing := p.missing(); missing > 0 && p.open.Load() < maxFetches {
+		if missing := p.missing(); missing > 0 && p.open.Load() < maxFetches && !p.src.unusable.Load() {
 			if err := p.pull(missing, expiry, idle); err != nil {
 				if w.js.Conn().IsClosed() {
 					return fmt.Errorf("pull: %w", jetstream.ErrConnectionClosed)

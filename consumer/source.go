@@ -19,6 +19,7 @@ type source struct {
 	consumer jetstream.Consumer
 	inc      atomic.Pointer[queue.Incarnation] // the consumer's incarnation, as last read
 	recheck  chan struct{}                     // asks the fetch loop to read the incarnation now
+	unusable atomic.Bool                       // the consumer in its place is one workers cannot use: no pulls until it is mended
 	puller   *puller                           // set by Run
 }
 
