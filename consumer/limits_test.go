@@ -33,7 +33,7 @@ func TestJobAtProducerLimitIsDeadLettered(t *testing.T) {
 	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		runs.Add(1)
 		return consumer.Permanent(errors.New(huge))
-	}), consumer.AckWait(time.Second))
+	})) // the default AckWait: a short one lets a loaded machine redeliver the big job before its one run, counting a second attempt
 	runWorker(t, w)
 
 	ctx := testenv.Context(t, 10*time.Second)
@@ -77,7 +77,7 @@ func TestForeignJobNearMaxPayloadIsDeadLettered(t *testing.T) {
 	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		runs.Add(1)
 		return consumer.Permanent(errors.New("cannot use this"))
-	}), consumer.AckWait(time.Second))
+	})) // the default AckWait, as above
 	runWorker(t, w)
 
 	ctx := testenv.Context(t, 10*time.Second)
