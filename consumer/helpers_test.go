@@ -50,6 +50,14 @@ func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
 }
 func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+// all returns the messages logged so far.
+func (l *logRecorder) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.msgs...)
+}
+
 func (l *logRecorder) has(msg string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

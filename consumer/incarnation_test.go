@@ -223,9 +223,3 @@ func (l *errorLog) has(level slog.Level, prefix string) bool {
 	}
 	return false
 }
-
-func (l *errorLog) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.msgs...)
-}
