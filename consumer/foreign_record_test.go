@@ -87,6 +87,17 @@ func foreignPut(t *testing.T, js jetstream.JetStream, q, id string, value []byte
 	return rev
 }
 
+// enqueueJob enqueues job id with a small payload to p's queue and returns its stream
+// sequence.
+func enqueueJob(t *testing.T, p *producer.Producer, id string) uint64 {
+	t.Helper()
+	info, err := p.Enqueue(testenv.Context(t, 10*time.Second), []byte("payload"), producer.ID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Sequence
+}
+
 // hostileValue is a value another client puts at a job's key; value gets the job's id
 // and stream sequence, and the server's max payload.
 type hostileValue struct {
@@ -160,11 +171,8 @@ func TestForeignValueBeforeDeliveryDeadLettersTheJob(t *testing.T) {
 			t.Parallel()
 			q, id := "fb-"+hv.name, "job-"+hv.name
 			p := newProducer(t, js, q)
-			info, err := p.Enqueue(testenv.Context(t, 10*time.Second), []byte("payload"), producer.ID(id))
-			if err != nil {
-				t.Fatal(err)
-			}
-			foreignPut(t, js, q, id, hv.value(id, info.Sequence, js.Conn().MaxPayload()))
+			seq := enqueueJob(t, p, id)
+			foreignPut(t, js, q, id, hv.value(id, seq, js.Conn().MaxPayload()))
 			var runs atomic.Int32
 			lg := &textLog{}
 			w := foreignWorker(t, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error {
@@ -198,10 +206,7 @@ func TestForeignValueDuringRunFencesTheCommit(t *testing.T) {
 			t.Parallel()
 			q, id := "fr-"+hv.name, "job-"+hv.name
 			p := newProducer(t, js, q)
-			info, err := p.Enqueue(testenv.Context(t, 10*time.Second), []byte("payload"), producer.ID(id))
-			if err != nil {
-				t.Fatal(err)
-			}
+			seq := enqueueJob(t, p, id)
 			var runs atomic.Int32
 			lg := &textLog{}
 			w := foreignWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
@@ -211,7 +216,7 @@ func TestForeignValueDuringRunFencesTheCommit(t *testing.T) {
 				if _, err := j.FencingToken(ctx); err != nil { // the claim is written
 					return err
 				}
-				foreignPut(t, js, q, id, hv.value(id, info.Sequence, js.Conn().MaxPayload()))
+				foreignPut(t, js, q, id, hv.value(id, seq, js.Conn().MaxPayload()))
 				return nil // commits at once: before any heartbeat can see the value
 			}), lg)
 			lg.waitLine(t, 10*time.Second, "job "+id+" was reassigned", "queue="+q, "job="+id, "commit refused")
@@ -233,9 +238,7 @@ func TestForeignValueDuringLongRunCancelsIt(t *testing.T) {
 	js := env.JetStream(t)
 	q, id := "flong", "long-1"
 	p := newProducer(t, js, q)
-	if _, err := p.Enqueue(testenv.Context(t, 10*time.Second), []byte("payload"), producer.ID(id)); err != nil {
-		t.Fatal(err)
-	}
+	enqueueJob(t, p, id)
 	cause := make(chan error, 1)
 	lg := &textLog{}
 	w := foreignWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
@@ -272,14 +275,11 @@ func TestForeignHugeRecordOfTheJobStillCommits(t *testing.T) {
 	js := env.JetStream(t)
 	q, id := "fhuge", "huge-1"
 	p := newProducer(t, js, q)
-	info, err := p.Enqueue(testenv.Context(t, 10*time.Second), []byte("payload"), producer.ID(id))
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq := enqueueJob(t, p, id)
 	// The value takes all but 64 bytes of the max payload: the claim, which adds the
 	// worker, its times and the delivery, would not fit with the error in it.
 	doc := func(lastError string) []byte {
-		return fmt.Appendf(nil, `{"id":%q,"queue":%q,"state":"retrying","attempt":1,"sequence":%d,"last_error":%q}`, id, q, info.Sequence, lastError)
+		return fmt.Appendf(nil, `{"id":%q,"queue":%q,"state":"retrying","attempt":1,"sequence":%d,"last_error":%q}`, id, q, seq, lastError)
 	}
 	huge := strings.Repeat("e", int(js.Conn().MaxPayload())-64-len(doc("")))
 	foreignPut(t, js, q, id, doc(huge))
@@ -349,11 +349,8 @@ func TestForeignClaimAheadIsTakenOver(t *testing.T) {
 			t.Parallel()
 			q, id := "fa-"+c.name, "job-ahead"
 			p := newProducer(t, js, q)
-			info, err := p.Enqueue(testenv.Context(t, 10*time.Second), []byte("payload"), producer.ID(id))
-			if err != nil {
-				t.Fatal(err)
-			}
-			foreignPut(t, js, q, id, fmt.Appendf(nil, c.claim, id, info.Sequence))
+			seq := enqueueJob(t, p, id)
+			foreignPut(t, js, q, id, fmt.Appendf(nil, c.claim, id, seq))
 			lg := &textLog{}
 			w := foreignWorker(t, js, q, consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
 				j.SetResult([]byte("ran"))

@@ -16,6 +16,7 @@ type permsFlags struct {
 	name   string
 	format string
 	inbox  string
+	perms  perms.Permissions // what validate worked out
 }
 
 func (a *app) permsCommand() *cobra.Command {
@@ -84,17 +85,15 @@ func (f *permsFlags) validate() error {
 	case f.format != "conf" && f.format != "json" && f.format != "nsc":
 		return fmt.Errorf("perms: --format %q: want conf, json or nsc", f.format)
 	}
-	_, err := perms.For(role, f.name, perms.Inbox(f.inbox))
+	var err error
+	f.perms, err = perms.For(role, f.name, perms.Inbox(f.inbox))
 	return err
 }
 
 // run prints the permissions; it needs no server.
 func (f *permsFlags) run(_ context.Context, a *app) error {
-	role := perms.Role(f.role)
-	p, err := perms.For(role, f.name, perms.Inbox(f.inbox))
-	if err != nil {
-		return err
-	}
+	p := f.perms
+	var err error
 	what := "workq " + f.role
 	if f.name != "" {
 		what += " of " + f.name
