@@ -146,7 +146,7 @@ func (lim *Limiter) allow(ctx context.Context, id string) (allowed bool, retryAf
 	if id != "" {
 		opts = append(opts, jetstream.WithMsgID(id))
 	}
-	_, err = lim.l.js.Publish(actx, lim.subject, nil, opts...)
+	err = retry.UntilLeader(actx, func() error { _, err := lim.l.js.Publish(actx, lim.subject, nil, opts...); return err })
 	if err == nil {
 		lim.l.metrics.decisions.WithLabelValues(resultAllowed).Inc()
 		return true, 0, nil

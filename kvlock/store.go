@@ -7,10 +7,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/retry"
 )
 
 // The three operations on a lock key. Every write is a compare-and-set on the key's
-// last revision (its stream sequence), checked atomically by the server.
+// last revision (its stream sequence), checked atomically by the server. Each waits
+// while the bucket has no leader (retry.Repeatable, retry.UntilLeader), up to ctx's end.
 
 // slotState is what a process knows about one key: its revision and whether it
 // holds a live value (and whose) or a delete/purge/expiry marker or nothing.
@@ -29,9 +32,11 @@ type slotState struct {
 // the raw publish.
 func (l *Locker) write(ctx context.Context, key string, data []byte, expect uint64, ttl time.Duration) (uint64, error) {
 	m := &nats.Msg{Subject: l.subjPre + key, Data: data, Header: nats.Header{}}
-	pa, err := l.js.PublishMsg(ctx, m,
-		jetstream.WithExpectLastSequencePerSubject(expect),
-		jetstream.WithMsgTTL(ttl))
+	var pa *jetstream.PubAck
+	err := retry.UntilLeader(ctx, func() (err error) {
+		pa, err = l.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(expect), jetstream.WithMsgTTL(ttl))
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -45,9 +50,11 @@ func (l *Locker) purge(ctx context.Context, key string, expect uint64) (uint64, 
 	m := nats.NewMsg(l.subjPre + key)
 	m.Header.Set("KV-Operation", "PURGE")
 	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-	pa, err := l.js.PublishMsg(ctx, m,
-		jetstream.WithExpectLastSequencePerSubject(expect),
-		jetstream.WithMsgTTL(markerTTL))
+	var pa *jetstream.PubAck
+	err := retry.UntilLeader(ctx, func() (err error) {
+		pa, err = l.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(expect), jetstream.WithMsgTTL(markerTTL))
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -56,7 +63,11 @@ func (l *Locker) purge(ctx context.Context, key string, expect uint64) (uint64, 
 
 // read returns key's current state.
 func (l *Locker) read(ctx context.Context, key string) (slotState, error) {
-	m, err := l.stream.GetLastMsgForSubject(ctx, l.subjPre+key)
+	var m *jetstream.RawStreamMsg
+	err := retry.Repeatable(ctx, func(ctx context.Context) (err error) {
+		m, err = l.stream.GetLastMsgForSubject(ctx, l.subjPre+key)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return slotState{known: true, free: true, observed: now()}, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/retry"
 )
 
 // ErrFinished: Cancel found the job finished, done or dead; there is nothing left to
@@ -103,7 +104,9 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 		}
 		if subject == p.names.DelayedSubject(id) {
 			// The schedule, up to the message read (a newer one is another enqueue's).
-			err = p.objects.Stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(c.Sequence+1))
+			err = retry.Repeatable(ctx, func(ctx context.Context) error {
+				return p.objects.Stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(c.Sequence+1))
+			})
 			if err != nil {
 				return nil, fmt.Errorf("job cancelled, but its schedule could not be removed (it will fire, and be dropped): %w", err)
 			}
@@ -120,7 +123,7 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 // of a delayed job cancelled as the server fired it says so: prev is that record.
 func (p *Producer) waiting(ctx context.Context, id string, prev *record.Record) (*record.Record, string, error) {
 	for _, subject := range p.names.JobSubjects(id) {
-		msg, err := p.objects.Stream.GetLastMsgForSubject(ctx, subject)
+		msg, err := p.lastMsg(ctx, subject)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
@@ -142,7 +145,7 @@ func (p *Producer) waiting(ctx context.Context, id string, prev *record.Record) 
 // removeMessage deletes a cancelled job's message from the queue. The record stands
 // if it cannot: the worker that gets the message drops it.
 func (p *Producer) removeMessage(ctx context.Context, seq uint64) error {
-	err := p.objects.Stream.DeleteMsg(ctx, seq)
+	err := retry.Repeatable(ctx, func(ctx context.Context) error { return p.objects.Stream.DeleteMsg(ctx, seq) })
 	if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) || jserr.HasCode(err, jetstream.JSErrCodeMessageNotFound) {
 		return nil
 	}

@@ -46,7 +46,7 @@ func (p *Producer) scheduledDuplicate(ctx context.Context, msg *nats.Msg, err er
 		return nil, err
 	}
 	ack := &jetstream.PubAck{Stream: p.names.Stream, Duplicate: true}
-	m, gerr := p.objects.Stream.GetLastMsgForSubject(ctx, msg.Subject)
+	m, gerr := p.lastMsg(ctx, msg.Subject)
 	switch {
 	case gerr == nil:
 		ack.Sequence = m.Sequence

@@ -16,6 +16,7 @@ import (
 	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/retry"
 	"github.com/workq/workq/internal/schedule"
 )
 
@@ -221,13 +222,16 @@ func (p *Producer) RemoveSchedule(ctx context.Context, name string) error {
 	if err := p.checkSchedule(ctx, name); err != nil {
 		return err
 	}
-	resp, err := p.objects.Stream.Info(ctx, jetstream.WithSubjectFilter(p.names.PeriodicSubject(name)))
-	if err == nil && resp.State.Msgs == 0 {
-		err = ErrScheduleNotFound
-	}
-	if err == nil {
-		err = p.objects.Stream.Purge(ctx, jetstream.WithPurgeSubject(p.names.PeriodicSubject(name)))
-	}
+	err := retry.Repeatable(ctx, func(ctx context.Context) error {
+		resp, err := p.objects.Stream.Info(ctx, jetstream.WithSubjectFilter(p.names.PeriodicSubject(name)))
+		if err == nil && resp.State.Msgs == 0 {
+			return ErrScheduleNotFound
+		}
+		if err == nil {
+			err = p.objects.Stream.Purge(ctx, jetstream.WithPurgeSubject(p.names.PeriodicSubject(name)))
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("producer: remove schedule %s on queue %s: %w", name, p.names.Queue, err)
 	}
@@ -278,7 +282,8 @@ func (p *Producer) storeSchedule(ctx context.Context, name string, change func(o
 		}
 		msg.Subject = subject
 		msg.Header.Set(queue.HeaderNatsExpectedLastSubj, strconv.FormatUint(seq, 10))
-		ack, err := p.js.PublishMsg(ctx, msg)
+		var ack *jetstream.PubAck
+		err = retry.UntilLeader(ctx, func() (err error) { ack, err = p.js.PublishMsg(ctx, msg); return err })
 		if jserr.IsConflict(err) {
 			continue
 		}
@@ -301,7 +306,7 @@ func (p *Producer) storeSchedule(ctx context.Context, name string, change func(o
 // loadSchedule reads the schedule name and its message's sequence: nil and 0 if
 // there is none.
 func (p *Producer) loadSchedule(ctx context.Context, name string) (*ScheduleInfo, uint64, error) {
-	m, err := p.objects.Stream.GetLastMsgForSubject(ctx, p.names.PeriodicSubject(name))
+	m, err := p.lastMsg(ctx, p.names.PeriodicSubject(name))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, 0, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/retry"
 )
 
 // Status returns the record of job id. A job that is enqueued but not yet claimed
@@ -38,7 +39,7 @@ func (p *Producer) Status(ctx context.Context, id string) (*Record, error) {
 			return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
 		}
 		for _, subject := range p.names.JobSubjects(id) {
-			msg, err := p.objects.Stream.GetLastMsgForSubject(ctx, subject)
+			msg, err := p.lastMsg(ctx, subject)
 			if err == nil {
 				return queuedRecord(p.names.Queue, id, msg), nil
 			}
@@ -70,4 +71,14 @@ func queuedRecord(q, id string, msg *jetstream.RawStreamMsg) *Record {
 		r.MaxAttempts = n
 	}
 	return r
+}
+
+// lastMsg reads subject's last message in the jobs stream, waiting while the
+// stream has no leader (retry.Repeatable), up to ctx's end.
+func (p *Producer) lastMsg(ctx context.Context, subject string) (m *jetstream.RawStreamMsg, err error) {
+	err = retry.Repeatable(ctx, func(ctx context.Context) error {
+		m, err = p.objects.Stream.GetLastMsgForSubject(ctx, subject)
+		return err
+	})
+	return m, err
 }

@@ -189,7 +189,7 @@ type sighting struct {
 // stage, and nothing seen means the job was never stored, or its record expired.
 func (p *Producer) sighting(ctx context.Context, id string) (sighting, error) {
 	for _, subject := range append([]string{p.names.DelayedSubject(id)}, p.names.LevelJobSubjects(id)...) {
-		m, err := p.objects.Stream.GetLastMsgForSubject(ctx, subject)
+		m, err := p.lastMsg(ctx, subject)
 		if err == nil {
 			return sighting{live: true, seq: m.Sequence}, nil
 		}

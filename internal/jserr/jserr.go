@@ -7,6 +7,7 @@ package jserr
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,14 +40,29 @@ func HasCode(err error, code jetstream.ErrorCode) bool {
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == code
 }
 
+// NoLeader reports whether err says that no leader received the request, so that
+// it changed nothing: no responders (nats.go's ErrNoStreamResponse for a publish),
+// or the server's "temporarily unavailable" (10008) or "not leader" (10009) for an
+// API request. A stream or consumer has no leader right after it is created, and
+// while its replicas elect a new one. A direct get that a replica cannot answer
+// meanwhile comes back as a status without a code, which nats.go turns into an
+// error carrying only the server's description of 10008.
+func NoLeader(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		HasCode(err, 10008) || HasCode(err, 10009) ||
+		(err != nil && strings.HasSuffix(err.Error(), notAvailable))
+}
+
+// notAvailable is the server's description of error 10008.
+const notAvailable = "JetStream system temporarily unavailable"
+
 // Transient reports whether err means "not reachable right now" rather than "wrong".
 func Transient(err error) bool {
 	switch {
-	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
-		errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
+	case NoLeader(err), errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected),
 		errors.Is(err, jetstream.ErrJetStreamNotEnabled):
 		return true
 	}
-	return HasCode(err, 10008) /* JetStream temporarily unavailable */ || HasCode(err, 10009) /* not leader */
+	return false
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/retry"
 )
 
@@ -89,7 +90,9 @@ type UniqueEntry struct {
 
 // Uniques reads and writes the reservations of one queue's unique bucket. Its reads
 // go to the bucket's stream leader (the bucket has no direct gets), so a decision
-// never rests on a replica that lags; its writes are compare-and-sets.
+// never rests on a replica that lags; its writes are compare-and-sets. Every call
+// waits while the bucket has no leader (retry.Repeatable, retry.UntilLeader), up to ctx's
+// end.
 type Uniques struct {
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
@@ -170,7 +173,8 @@ func noDirectGets(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyV
 // Get reads key's reservation; found is false when the key is free (never held,
 // released or expired).
 func (u *Uniques) Get(ctx context.Context, key string) (e UniqueEntry, found bool, err error) {
-	kve, err := u.kv.Get(ctx, key)
+	var kve jetstream.KeyValueEntry
+	err = retry.Repeatable(ctx, func(ctx context.Context) (err error) { kve, err = u.kv.Get(ctx, key); return err })
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return UniqueEntry{}, false, nil
 	}
@@ -191,7 +195,15 @@ func (u *Uniques) Create(ctx context.Context, key string, r Reservation) (uint64
 	if err != nil {
 		return 0, err
 	}
-	return u.kv.Create(ctx, key, b)
+	// First as a write expecting no message at the key: KeyValue.Create reads the
+	// key after any failed write, a read that a bucket without a leader leaves
+	// unanswered until ctx ends. Then, over a delete or expiry marker, as KV's Create.
+	var rev uint64
+	err = retry.UntilLeader(ctx, func() (err error) { rev, err = u.kv.Update(ctx, key, b, 0); return err })
+	if jserr.IsConflict(err) {
+		err = retry.UntilLeader(ctx, func() (err error) { rev, err = u.kv.Create(ctx, key, b); return err })
+	}
+	return rev, err
 }
 
 // Update writes r over revision rev of key and returns the new revision; a key
@@ -201,7 +213,9 @@ func (u *Uniques) Update(ctx context.Context, key string, r Reservation, rev uin
 	if err != nil {
 		return 0, err
 	}
-	return u.kv.Update(ctx, key, b, rev)
+	var next uint64
+	err = retry.UntilLeader(ctx, func() (err error) { next, err = u.kv.Update(ctx, key, b, rev); return err })
+	return next, err
 }
 
 // Finish writes r, whose job ended, over revision rev of key, to expire after keep
@@ -214,14 +228,18 @@ func (u *Uniques) Finish(ctx context.Context, key string, r Reservation, rev uin
 	}
 	ttl := time.Duration(max(KeepSeconds(keep), 1)) * time.Second
 	msg := &nats.Msg{Subject: "$KV." + u.bucket + "." + key, Data: b}
-	_, err = u.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
-	return err
+	return retry.UntilLeader(ctx, func() error {
+		_, err := u.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
+		return err
+	})
 }
 
 // Release frees key if it is still at revision rev, leaving a marker that the
 // server removes after markerTTL.
 func (u *Uniques) Release(ctx context.Context, key string, rev uint64) error {
-	return u.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(markerTTL))
+	return retry.UntilLeader(ctx, func() error {
+		return u.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(markerTTL))
+	})
 }
 
 // LazyUniques opens a queue's unique bucket when it is first needed, so a queue

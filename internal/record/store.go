@@ -13,6 +13,7 @@ import (
 
 	"github.com/workq/workq/internal/groupcommit"
 	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/retry"
 )
 
 // ErrNotFound means the bucket holds no record for the id.
@@ -32,6 +33,9 @@ var ErrConflict = errors.New("job record changed")
 // that lags (one restarting after a crash) serves an older record: a claim or a fence
 // that decides on it could let a superseded run pass. On a single replica the two are
 // the same, and the direct get is cheaper.
+//
+// Every read and write waits while the bucket has no leader (retry.Repeatable,
+// retry.UntilLeader), up to ctx's end.
 //
 // Writes go through Group when it is set: the writes of many concurrent jobs then
 // share atomic batches (see package groupcommit), with fencing unchanged.
@@ -59,7 +63,12 @@ func NewStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue
 
 // Get reads the record of id with its revision. A value at the key that is not id's
 // record (see Decode) is a *CorruptError, which matches ErrCorrupt.
-func (s Store) Get(ctx context.Context, id string) (*Record, error) {
+func (s Store) Get(ctx context.Context, id string) (r *Record, err error) {
+	err = retry.Repeatable(ctx, func(ctx context.Context) error { r, err = s.get(ctx, id); return err })
+	return r, err
+}
+
+func (s Store) get(ctx context.Context, id string) (*Record, error) {
 	var value []byte
 	var rev uint64
 	if s.Linearizable {
@@ -101,21 +110,17 @@ func (s Store) leaderGet(ctx context.Context, id string) (*storedMsg, error) {
 		return nil, err
 	}
 	var resp struct {
-		Error *struct {
-			Code        int    `json:"code"`
-			ErrCode     int    `json:"err_code"`
-			Description string `json:"description"`
-		} `json:"error,omitempty"`
-		Message *storedMsg `json:"message,omitempty"`
+		Error   *jetstream.APIError `json:"error,omitempty"`
+		Message *storedMsg          `json:"message,omitempty"`
 	}
 	if err := json.Unmarshal(reply.Data, &resp); err != nil {
 		return nil, fmt.Errorf("job record %s: message get: %w", id, err)
 	}
 	switch {
-	case resp.Error != nil && resp.Error.ErrCode == 10037: // no message found
+	case resp.Error != nil && resp.Error.ErrorCode == 10037: // no message found
 		return nil, ErrNotFound
 	case resp.Error != nil:
-		return nil, fmt.Errorf("job record %s: message get: %s (code %d, error %d)", id, resp.Error.Description, resp.Error.Code, resp.Error.ErrCode)
+		return nil, fmt.Errorf("job record %s: message get: %w", id, resp.Error)
 	case resp.Message == nil:
 		return nil, fmt.Errorf("job record %s: message get: empty response", id)
 	}
@@ -153,7 +158,8 @@ func (s Store) Create(ctx context.Context, r *Record) error {
 	if err != nil {
 		return err
 	}
-	rev, err := s.KV.Create(ctx, r.ID, b)
+	var rev uint64
+	err = retry.UntilLeader(ctx, func() (err error) { rev, err = s.KV.Create(ctx, r.ID, b); return err })
 	if jserr.IsConflict(err) {
 		return fmt.Errorf("%w: %s: %w", ErrConflict, r.ID, err)
 	}
@@ -187,6 +193,11 @@ func (s Store) write(ctx context.Context, r *Record, h nats.Header) error {
 		return err
 	}
 	msg := &nats.Msg{Subject: "$KV." + s.Bucket + "." + r.ID, Data: b, Header: h}
+	return retry.UntilLeader(ctx, func() error { return s.publish(ctx, r, msg) })
+}
+
+// publish sends one write of r and waits for its acknowledgement.
+func (s Store) publish(ctx context.Context, r *Record, msg *nats.Msg) (err error) {
 	var ack *jetstream.PubAck
 	if s.Group != nil {
 		ack, err = s.Group.PublishMsg(ctx, msg)
