@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jserr"
@@ -238,8 +239,11 @@ func (p *Producer) takeOrphan(ctx context.Context, u *queue.Uniques, key string,
 }
 
 // settle finishes a unique enqueue whose job was published (err nil) or not. A
-// reservation whose job was not stored is released, so the key is not blocked for
-// the grace. A publish that took more than half the grace may have been taken for
+// reservation whose job was provably not stored (notStored) is released, so the key
+// is not blocked for the grace; one whose publish may have landed (a timeout, a lost
+// reply, ctx ended) is kept: the job may be stored and running, and its worker's
+// hold writes nothing that a release would conflict with. If it was not stored after
+// all, the key is an orphan that the next enqueue takes over after the grace. A publish that took more than half the grace may have been taken for
 // an orphan's: the key is read again, and a takeover mark on it cleared (which fails
 // that takeover); if another job holds the key already, this job will be dropped
 // unrun by its worker, and the enqueue is reported a duplicate of that job.
@@ -252,11 +256,11 @@ func (p *Producer) settleUnique(ctx context.Context, r *reservation, id string, 
 		return ""
 	}
 	if err != nil {
-		// The job was not stored (or its publish may have been, and its worker will
-		// take the key again): free the key if it still names it.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = u.Release(rctx, r.key, r.rev)
+		if notStored(err) {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = u.Release(rctx, r.key, r.rev)
+		}
 		return ""
 	}
 	if time.Since(r.since) < p.cfg.uniqueGrace/2 {
@@ -279,4 +283,15 @@ func (p *Producer) settleUnique(ctx context.Context, r *reservation, id string, 
 		}
 	}
 	return ""
+}
+
+// notStored reports whether a publish that failed with err provably stored nothing:
+// the stream answered with a refusal (an API error), or the client refused the
+// message before sending it (larger than the server takes). Every other error — a
+// timeout, a lost reply, a context that ended, a connection lost — leaves the
+// outcome unknown, also when the last try met no leader: an earlier try may have
+// landed.
+func notStored(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) || errors.Is(err, nats.ErrMaxPayload)
 }
