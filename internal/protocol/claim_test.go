@@ -1,0 +1,103 @@
+package protocol
+
+import (
+	"testing"
+	"time"
+)
+
+// Every row of DecideClaim, and the rows that must not match: a terminal record of
+// this enqueue ends every copy, another enqueue's live record holds the id, a lease
+// is taken over only after it has stood unchanged for its length on this reader's
+// clock.
+func TestDecideClaim(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	const lease = 10 * time.Second
+	d := Delivery{Enqueue: "e1", MaxAttempts: 3}
+	rec := func(s State, attempt int, enqueue string) *Record {
+		return &Record{State: s, Attempt: attempt, Enqueue: enqueue, Run: "r0", Lease: lease, Revision: 7}
+	}
+	retrying := func(at time.Time) *Record { r := rec(Retrying, 1, "e1"); r.RetryAt = at; return r }
+	for _, c := range []struct {
+		name    string
+		rec     *Record
+		d       Delivery
+		seen    Sighting
+		want    Verdict
+		attempt int           // Claim: the attempt claimed
+		wait    time.Duration // Watch, Later
+	}{
+		{name: "no record", rec: nil, d: d, want: Claim, attempt: 1},
+		{name: "no record, no attempts allowed", rec: nil, d: Delivery{Enqueue: "e1"}, want: Exhausted},
+		{name: "another enqueue done", rec: rec(Done, 2, "e0"), d: d, want: Claim, attempt: 1},
+		{name: "another enqueue dead", rec: rec(Dead, 3, "e0"), d: d, want: Claim, attempt: 1},
+		{name: "another enqueue cancelled", rec: rec(Cancelled, 0, "e0"), d: d, want: Claim, attempt: 1},
+		{name: "another enqueue running", rec: rec(Running, 1, "e0"), d: d, want: Later, wait: lease},
+		{name: "another enqueue retrying", rec: rec(Retrying, 1, "e0"), d: d, want: Later, wait: lease},
+		{name: "a foreign client's copy of a done job", rec: rec(Done, 1, ""), d: Delivery{MaxAttempts: 3}, want: Ack},
+		{name: "done", rec: rec(Done, 1, "e1"), d: d, want: Ack},
+		{name: "cancelled", rec: rec(Cancelled, 0, "e1"), d: d, want: Ack},
+		{name: "dead", rec: rec(Dead, 3, "e1"), d: d, want: Term},
+		{name: "running, not seen before", rec: rec(Running, 1, "e1"), d: d, want: Watch, wait: lease},
+		{name: "running, seen at another revision", rec: rec(Running, 1, "e1"), d: d, seen: Sighting{Revision: 6, For: time.Hour}, want: Watch, wait: lease},
+		{name: "running, seen for part of the lease", rec: rec(Running, 1, "e1"), d: d, seen: Sighting{Revision: 7, For: 4 * time.Second}, want: Watch, wait: 6 * time.Second},
+		{name: "running, lease expired", rec: rec(Running, 1, "e1"), d: d, seen: Sighting{Revision: 7, For: lease}, want: Claim, attempt: 2},
+		{name: "running, lease expired, attempts used", rec: rec(Running, 3, "e1"), d: d, seen: Sighting{Revision: 7, For: lease}, want: Exhausted},
+		{name: "retrying, due", rec: retrying(now), d: d, want: Claim, attempt: 2},
+		{name: "retrying, due within the tolerance", rec: retrying(now.Add(RetryTolerance)), d: d, want: Claim, attempt: 2},
+		{name: "retrying, not due", rec: retrying(now.Add(time.Minute)), d: d, want: Later, wait: time.Minute},
+		{name: "retrying, attempts used", rec: func() *Record { r := retrying(now); r.Attempt = 3; return r }(), d: d, want: Exhausted},
+		{name: "queued (handed back)", rec: rec(Queued, 1, "e1"), d: d, want: Claim, attempt: 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := DecideClaim(c.rec, c.d, c.seen, "r1", lease, now)
+			if got.Verdict != c.want {
+				t.Fatalf("verdict %s (%s), want %s", got.Verdict, got.Why, c.want)
+			}
+			switch got.Verdict {
+			case Claim:
+				n := got.Next
+				if n.Attempt != c.attempt || n.State != Running || n.Run != "r1" || n.Enqueue != c.d.Enqueue || n.Lease != lease {
+					t.Fatalf("claim %+v, want attempt %d running by r1 of enqueue %q, lease %s", n, c.attempt, c.d.Enqueue, lease)
+				}
+				if c.rec != nil && n.Revision != c.rec.Revision {
+					t.Fatalf("claim over revision %d, want %d", n.Revision, c.rec.Revision)
+				}
+			case Watch, Later:
+				if got.Wait != c.wait {
+					t.Fatalf("wait %s, want %s", got.Wait, c.wait)
+				}
+			}
+		})
+	}
+}
+
+func TestVerdictString(t *testing.T) {
+	for v, want := range map[Verdict]string{Claim: "claim", Ack: "ack", Term: "term", Exhausted: "exhausted", Watch: "watch", Later: "later", Verdict(99): "verdict(?)"} {
+		if got := v.String(); got != want {
+			t.Errorf("Verdict(%d).String() = %q, want %q", int(v), got, want)
+		}
+	}
+}
+
+// A write is the run's own only at a later revision, by that run, in the state it
+// wrote.
+func TestLanded(t *testing.T) {
+	r := &Record{State: Done, Run: "r1", Revision: 9}
+	for _, c := range []struct {
+		rec   *Record
+		run   string
+		state State
+		prev  uint64
+		want  bool
+	}{
+		{r, "r1", Done, 8, true},
+		{r, "r1", Done, 9, false},   // not moved: the write did not land
+		{r, "r2", Done, 8, false},   // another run's
+		{r, "r1", Dead, 8, false},   // another write of the run's
+		{nil, "r1", Done, 0, false}, // gone
+	} {
+		if got := Landed(c.rec, c.run, c.state, c.prev); got != c.want {
+			t.Errorf("Landed(%+v, %s, %s, %d) = %v, want %v", c.rec, c.run, c.state, c.prev, got, c.want)
+		}
+	}
+}
