@@ -18,14 +18,17 @@ import (
 // again, so it would stay in the stream for good, counted by queue info and the
 // dashboard as a job that never leaves.
 //
-// So at start, and each time pulls work again after failing, a worker sweeps each
-// level's consumer: every message of the level at or below the consumer's ack floor
-// (acked, as far as the server knows) whose job's record has ended — done, dead or
-// cancelled — is deleted. One whose record has not ended is left, and logged: it will
-// not be delivered again, and only an operator can tell whether to run it (the record
-// and the message are both kept for that).
+// So at start, each time pulls work again after failing, and every AckWait (at least
+// a second) while it runs, a worker sweeps each level's consumer: continually,
+// because such a message can sit above the ack floor when the crash leaves it (lower
+// messages still pending) and fall below it only later. Every message of the level at
+// or below the consumer's ack floor (acked, as far as the server knows) whose job's
+// record has ended — done, dead or cancelled — is deleted. One whose record has not
+// ended is left, and logged once: it will not be delivered again, and only an
+// operator can tell whether to run it (the record and the message are both kept for
+// that).
 
-// sweepLimit bounds the messages one sweep reads; the next recovery goes on.
+// sweepLimit bounds the messages one sweep reads; the next sweep goes on.
 const sweepLimit = 10000
 
 // sweepOrphans removes the finished jobs' messages left below the ack floor of s's
@@ -66,7 +69,11 @@ func (w *Worker) sweepOrphans(ctx context.Context, s *source) {
 				if err := stream.DeleteMsg(ctx, m.Sequence); err == nil || errors.Is(err, jetstream.ErrMsgNotFound) {
 					removed++
 				}
-			case err == nil, errors.Is(err, record.ErrNotFound):
+			case (err == nil || errors.Is(err, record.ErrNotFound)) && !s.stuck[m.Sequence]:
+				if s.stuck == nil {
+					s.stuck = map[uint64]bool{}
+				}
+				s.stuck[m.Sequence] = true
 				stuck = append(stuck, id)
 			}
 		}

@@ -104,3 +104,74 @@ func TestWorkerSweepsFinishedJobsBelowAckFloor(t *testing.T) {
 		t.Errorf("%d jobs ran; want none", n)
 	}
 }
+
+// The sweep runs while the worker runs, not only when it starts or recovers: an
+// orphan made below the ack floor after the worker started (as above, with the
+// consumer narrowed to job b while the worker runs, so that b is delivered and
+// acked before a, whose record says done) is removed within a few AckWaits, and a
+// never runs. Fails without the periodic sweep (a stays in the stream).
+func TestWorkerSweepsContinually(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	p := newProducer(t, js, "orphc")
+	var ranA atomic.Int32
+	h := consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
+		if j.ID() == "a" {
+			ranA.Add(1)
+		}
+		return nil
+	})
+	runWorker(t, newWorker(t, js, "orphc", h, consumer.AckWait(time.Second)))
+	s, err := js.Stream(ctx, "WORKQ_orphc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c jetstream.Consumer
+	testenv.Eventually(t, 10*time.Second, "the workers' consumer", func() bool {
+		c, err = s.Consumer(ctx, "workers")
+		return err == nil
+	})
+	// Past the first sweep, so that what removes a is a later one (should a loaded
+	// machine delay the first, the test proves less; it does not fail).
+	time.Sleep(2 * time.Second)
+	wide := c.CachedInfo().Config
+	narrow := wide
+	narrow.FilterSubjects = []string{"workq.orphc.jobs.b"}
+	if _, err := s.UpdateConsumer(ctx, narrow); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, "WORKQ_orphc_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := record.NewStore(ctx, js, kv, "WORKQ_orphc_JOBS", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Enqueue(ctx, []byte("a"), producer.ID("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := records.Create(ctx, &record.Record{ID: "a", Queue: "orphc", State: record.Done, Attempt: 1, Sequence: a.Sequence}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Enqueue(ctx, []byte("b"), producer.ID("b")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "b run and acked past a", func() bool {
+		ci, err := c.Info(ctx)
+		return err == nil && ci.AckFloor.Stream > a.Sequence
+	})
+	if _, err := s.UpdateConsumer(ctx, wide); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 15*time.Second, "a's message removed", func() bool {
+		_, err := s.GetMsg(ctx, a.Sequence)
+		return errors.Is(err, jetstream.ErrMsgNotFound)
+	})
+	if n := ranA.Load(); n != 0 {
+		t.Errorf("a ran %d times; want never", n)
+	}
+}

@@ -74,6 +74,7 @@ type puller struct {
 	healthy   atomic.Bool    // a fetch ended well since the last look: reset the backoff
 	stopping  atomic.Bool
 	sweep     atomic.Bool    // sweep the consumer's orphans once pulls work (orphans.go)
+	sweeping  atomic.Bool    // a sweep is under way
 	sweeps    sync.WaitGroup // sweeps under way
 }
 
@@ -91,6 +92,20 @@ func (w *Worker) newPuller(src *source) *puller {
 	}
 	p.sweep.Store(true) // at start, once the first pull works
 	return p
+}
+
+// startSweep sweeps the consumer's orphans in the background, unless a sweep is under
+// way already.
+func (p *puller) startSweep(ctx context.Context) {
+	if !p.sweeping.CompareAndSwap(false, true) {
+		return
+	}
+	p.sweeps.Add(1)
+	go func() {
+		defer p.sweeps.Done()
+		defer p.sweeping.Store(false)
+		p.w.sweepOrphans(ctx, p.src)
+	}()
 }
 
 // poke wakes the fetch loop.
@@ -202,6 +217,8 @@ func (p *puller) fetch(ctx context.Context) error {
 	delay := 20 * time.Millisecond
 	check := time.NewTicker(max(w.cfg.heartbeat, time.Second)) // one consumer info a second at most
 	defer check.Stop()
+	sweep := time.NewTicker(max(w.cfg.ackWait, time.Second)) // orphans.go: continually, not only after a failure
+	defer sweep.Stop()
 	defer p.stop()
 	p.poke()
 	for {
@@ -235,14 +252,16 @@ func (p *puller) fetch(ctx context.Context) error {
 				p.dropReplaced()
 			}
 			continue
+		case <-sweep.C:
+			p.startSweep(ctx)
+			continue
 		case <-p.wake:
 		}
 		if p.healthy.Swap(false) {
 			delay = 20 * time.Millisecond
 			w.pullsWork()
 			if p.sweep.Swap(false) {
-				p.sweeps.Add(1)
-				go func() { defer p.sweeps.Done(); w.sweepOrphans(ctx, p.src) }()
+				p.startSweep(ctx)
 			}
 		}
 		if missing := p.missing(); missing > 0 && p.open.Load() < maxFetches && !p.src.unusable.Load() {

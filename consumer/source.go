@@ -21,6 +21,7 @@ type source struct {
 	recheck  chan struct{}                     // asks the fetch loop to read the incarnation now
 	unusable atomic.Bool                       // the consumer in its place is one workers cannot use: no pulls until it is mended
 	puller   *puller                           // set by Run
+	stuck    map[uint64]bool                   // stuck messages a sweep warned of (orphans.go), to warn once; the sweep's own
 }
 
 // newSources creates or checks the workers' consumer of every priority level,
