@@ -139,13 +139,18 @@ func (w *Worker) put(ctx context.Context, j *Job, next *record.Record, prev uint
 // another write of the same key is in flight (error 10164) — most likely this run's
 // earlier try, still being replicated after a change of leader — so it looks again
 // until the record moves, for as long as ctx lets it. A record that never moves
-// returns the conflict.
+// returns the conflict, and so does one that moved to a value that is not a record,
+// or was removed. A record that could not be read at all leaves the outcome unknown,
+// which is not a conflict: the read's error is returned (the write may be this run's
+// own).
 func (w *Worker) settleConflict(ctx context.Context, j *Job, next *record.Record, prev uint64, conflict error) error {
-	for {
+	for read := false; ; read = true {
 		cur, err := w.records.Get(ctx, j.id)
 		switch {
-		case err != nil:
+		case errors.Is(err, record.ErrCorrupt), errors.Is(err, record.ErrNotFound), err != nil && read:
 			return conflict
+		case err != nil:
+			return fmt.Errorf("job %s: after a refused write, the record could not be read: %w", j.id, err)
 		case cur.Revision > prev && sameWrite(cur, next):
 			next.Revision = cur.Revision
 			return nil
@@ -187,8 +192,10 @@ func (w *Worker) createOver(ctx context.Context, j *Job, next *record.Record) er
 	}
 	old, gerr := w.records.Get(ctx, j.id)
 	switch {
-	case gerr != nil:
+	case errors.Is(gerr, record.ErrCorrupt), errors.Is(gerr, record.ErrNotFound):
 		return err
+	case gerr != nil:
+		return fmt.Errorf("job %s: after a refused create, the record could not be read: %w", j.id, gerr) // unknown, not a conflict
 	case sameWrite(old, next):
 		next.Revision = old.Revision
 		return nil

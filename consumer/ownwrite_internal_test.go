@@ -128,7 +128,7 @@ func TestSettleConflictWaitsForTheRecordToMove(t *testing.T) {
 		{"nothing lands", nil, conflict},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id := "job-" + strings.ReplaceAll(tc.name, " ", "-")
+			id := "job-" + strings.NewReplacer(" ", "-", "'", "").Replace(tc.name)
 			claim := record.Record{ID: id, Queue: "settle", State: record.Running, Attempt: 1, Delivery: 1, Sequence: 7,
 				Worker: &w.identity, StartedAt: time.Now()}
 			if err := w.records.Create(ctx, &claim); err != nil {
@@ -155,5 +155,27 @@ func TestSettleConflictWaitsForTheRecordToMove(t *testing.T) {
 				t.Fatalf("revision %d not the landed write's", next.Revision)
 			}
 		})
+	}
+}
+
+// A refused write whose record cannot be read afterwards (here: the try's time is
+// up) has an unknown outcome, which is not a conflict: the run is not logged as
+// reassigned, and the job is redelivered and settled by what its record says. Fails
+// with the unreadable record taken for a conflict.
+func TestSettleConflictUnreadIsNotAConflict(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	ctx := testenv.Context(t, 20*time.Second)
+	w, err := New(ctx, env.JetStream(t), "unread", HandlerFunc(func(context.Context, *Job) error { return nil }),
+		Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := record.Record{ID: "j", Queue: "unread", State: record.Done, Attempt: 1}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	err = w.settleConflict(ended, &Job{id: "j"}, &next, 3, record.ErrConflict)
+	if err == nil || errors.Is(err, record.ErrConflict) {
+		t.Fatalf("settleConflict with the record unread = %v; want an error that is not a conflict", err)
 	}
 }
