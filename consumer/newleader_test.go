@@ -154,11 +154,18 @@ func TestWritesWaitForALeader(t *testing.T) {
 	if r, err := p.Status(ctx, victim.ID); err != nil || r.State != producer.StateCancelled {
 		t.Fatalf("cancelled job %s: %+v, %v; want cancelled", victim.ID, r, err)
 	}
+	runEachOnce(t, js, p, "lw", ids)
+}
+
+// runEachOnce runs a replicated worker on queue q until the jobs ids are done, and
+// checks that each ran once.
+func runEachOnce(t *testing.T, js jetstream.JetStream, p *producer.Producer, q string, ids []string) {
+	t.Helper()
 	runs := make(map[string]*atomic.Int64, len(ids))
 	for _, id := range ids {
 		runs[id] = new(atomic.Int64)
 	}
-	runWorker(t, newWorker(t, js, "lw", consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
+	stop := runWorker(t, newWorker(t, js, q, consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
 		if n, ok := runs[j.ID()]; ok {
 			n.Add(1)
 		}
@@ -169,8 +176,11 @@ func TestWritesWaitForALeader(t *testing.T) {
 			r, err := p.Status(testenv.Context(t, 5*time.Second), id)
 			return err == nil && r.State == producer.StateDone
 		})
-		if n := runs[id].Load(); n != 1 {
-			t.Errorf("job %s ran %d times, want once", id, n)
+	}
+	stop()
+	for id, n := range runs {
+		if got := n.Load(); got != 1 {
+			t.Errorf("queue %s: job %s ran %d times, want once", q, id, got)
 		}
 	}
 }
@@ -202,29 +212,7 @@ func useAtOnce(t *testing.T, js jetstream.JetStream, p *producer.Producer, q, bu
 		t.Fatalf("queue %s: delayed Enqueue: %v", q, err)
 	}
 	ids = append(ids, info.ID)
-
-	runs := make(map[string]*atomic.Int64, len(ids))
-	for _, id := range ids {
-		runs[id] = new(atomic.Int64)
-	}
-	stop := runWorker(t, newWorker(t, js, q, consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
-		if n, ok := runs[j.ID()]; ok {
-			n.Add(1)
-		}
-		return nil
-	}), consumer.Replicas(3)))
-	for _, id := range ids {
-		testenv.Eventually(t, 30*time.Second, "job "+id+" done", func() bool {
-			r, err := p.Status(testenv.Context(t, 5*time.Second), id)
-			return err == nil && r.State == producer.StateDone
-		})
-	}
-	stop()
-	for id, n := range runs {
-		if got := n.Load(); got != 1 {
-			t.Errorf("queue %s: job %s ran %d times, want once", q, id, got)
-		}
-	}
+	runEachOnce(t, js, p, q, ids)
 
 	l, err := kvlock.New(ctx, js, kvlock.Bucket(bucket), kvlock.Replicas(3))
 	if err != nil {

@@ -32,15 +32,7 @@ func TestWorkerSweepsFinishedJobsBelowAckFloor(t *testing.T) {
 	var runs atomic.Int32
 	h := consumer.HandlerFunc(func(context.Context, *consumer.Job) error { runs.Add(1); return nil })
 	stop := runWorker(t, newWorker(t, js, "orph", h)) // creates the consumers
-	s, err := js.Stream(ctx, "WORKQ_orph")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c jetstream.Consumer
-	testenv.Eventually(t, 10*time.Second, "the workers' consumer", func() bool {
-		c, err = s.Consumer(ctx, "workers")
-		return err == nil
-	})
+	s, c := workersConsumer(t, js, "orph")
 	stop()
 	wide := c.CachedInfo().Config
 	narrow := wide
@@ -68,14 +60,7 @@ func TestWorkerSweepsFinishedJobsBelowAckFloor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kv, err := js.KeyValue(ctx, "WORKQ_orph_JOBS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	records, err := record.NewStore(ctx, js, kv, "WORKQ_orph_JOBS", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	records := recordStore(t, js, "orph")
 	if err := records.Create(ctx, &record.Record{ID: "a", Queue: "orph", State: record.Done, Attempt: 1, Sequence: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -124,15 +109,7 @@ func TestWorkerSweepsContinually(t *testing.T) {
 		return nil
 	})
 	runWorker(t, newWorker(t, js, "orphc", h, consumer.AckWait(time.Second)))
-	s, err := js.Stream(ctx, "WORKQ_orphc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c jetstream.Consumer
-	testenv.Eventually(t, 10*time.Second, "the workers' consumer", func() bool {
-		c, err = s.Consumer(ctx, "workers")
-		return err == nil
-	})
+	s, c := workersConsumer(t, js, "orphc")
 	// Past the first sweep, so that what removes a is a later one (should a loaded
 	// machine delay the first, the test proves less; it does not fail).
 	time.Sleep(2 * time.Second)
@@ -142,14 +119,7 @@ func TestWorkerSweepsContinually(t *testing.T) {
 	if _, err := s.UpdateConsumer(ctx, narrow); err != nil {
 		t.Fatal(err)
 	}
-	kv, err := js.KeyValue(ctx, "WORKQ_orphc_JOBS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	records, err := record.NewStore(ctx, js, kv, "WORKQ_orphc_JOBS", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	records := recordStore(t, js, "orphc")
 	a, err := p.Enqueue(ctx, []byte("a"), producer.ID("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -174,4 +144,36 @@ func TestWorkerSweepsContinually(t *testing.T) {
 	if n := ranA.Load(); n != 0 {
 		t.Errorf("a ran %d times; want never", n)
 	}
+}
+
+// recordStore opens the job records of queue q, as a worker writes them.
+func recordStore(t *testing.T, js jetstream.JetStream, q string) record.Store {
+	t.Helper()
+	ctx := testenv.Context(t, 10*time.Second)
+	kv, err := js.KeyValue(ctx, "WORKQ_"+q+"_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := record.NewStore(ctx, js, kv, "WORKQ_"+q+"_JOBS", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return records
+}
+
+// workersConsumer waits for the workers' consumer of queue q (normal priority) and
+// returns it with its stream.
+func workersConsumer(t *testing.T, js jetstream.JetStream, q string) (jetstream.Stream, jetstream.Consumer) {
+	t.Helper()
+	ctx := testenv.Context(t, 10*time.Second)
+	s, err := js.Stream(ctx, "WORKQ_"+q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c jetstream.Consumer
+	testenv.Eventually(t, 10*time.Second, "the workers' consumer", func() bool {
+		c, err = s.Consumer(ctx, "workers")
+		return err == nil
+	})
+	return s, c
 }

@@ -13,7 +13,8 @@ import (
 
 // The three operations on a lock key. Every write is a compare-and-set on the key's
 // last revision (its stream sequence), checked atomically by the server. Each waits
-// while the bucket has no leader (retry.Repeatable, retry.UntilLeader), up to ctx's end.
+// while the bucket has no leader (retry.Repeatable, retry.UntilLeader), up to ctx's
+// end.
 
 // slotState is what a process knows about one key: its revision and whether it
 // holds a live value (and whose) or a delete/purge/expiry marker or nothing.

@@ -91,8 +91,8 @@ type UniqueEntry struct {
 // Uniques reads and writes the reservations of one queue's unique bucket. Its reads
 // go to the bucket's stream leader (the bucket has no direct gets), so a decision
 // never rests on a replica that lags; its writes are compare-and-sets. Every call
-// waits while the bucket has no leader (retry.Repeatable, retry.UntilLeader), up to ctx's
-// end.
+// waits while the bucket has no leader (retry.Repeatable, retry.UntilLeader), up to
+// ctx's end.
 type Uniques struct {
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue

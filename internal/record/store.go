@@ -68,6 +68,7 @@ func (s Store) Get(ctx context.Context, id string) (r *Record, err error) {
 	return r, err
 }
 
+// get is one try of Get.
 func (s Store) get(ctx context.Context, id string) (*Record, error) {
 	var value []byte
 	var rev uint64

@@ -2,7 +2,6 @@ package retry
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/workq/workq/internal/jserr"
@@ -29,12 +28,9 @@ func UntilLeader(ctx context.Context, op func() error) error {
 		if !jserr.NoLeader(err) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), err)
-		case <-time.After(delay):
+		if err := pause(ctx, &delay, err); err != nil {
+			return err
 		}
-		delay = min(delay*2, 500*time.Millisecond)
 	}
 }
 

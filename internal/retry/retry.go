@@ -56,13 +56,22 @@ func DoEach(ctx context.Context, perTry time.Duration, op func(ctx context.Conte
 		if !jserr.Transient(err) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), err)
-		case <-time.After(delay):
+		if err := pause(ctx, &delay, err); err != nil {
+			return err
 		}
-		delay = min(delay*2, 500*time.Millisecond)
 	}
+}
+
+// pause waits delay before the next try, then doubles it up to 500 ms. If ctx ends
+// first it returns ctx's error joined with last, the error of the last try.
+func pause(ctx context.Context, delay *time.Duration, last error) error {
+	select {
+	case <-ctx.Done():
+		return errors.Join(ctx.Err(), last)
+	case <-time.After(*delay):
+	}
+	*delay = min(*delay*2, 500*time.Millisecond)
+	return nil
 }
 
 // connKey is the context key of the connection WithConn names.
