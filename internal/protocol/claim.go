@@ -2,7 +2,7 @@
 // record is the only truth, as kvlock's record is for a lock (docs/delivery.md):
 // pure functions over the record and a delivery's facts, with no engine calls, so
 // that a table tests every row and a seeded simulation of the engine's failure modes
-// (sim_test.go) checks the invariants over thousands of histories.
+// (sim_*_test.go) checks the invariants over thousands of histories.
 //
 // Nothing here rests on what the engine forgets: JetStream's delivery count, the
 // consumer's creation time, a message's id or sequence, or what one worker process
