@@ -18,18 +18,12 @@ package groupcommit
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"maps"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 )
 
 // The headers of an atomic batch publish.
@@ -259,100 +253,6 @@ func (w *Writer) singles(ps []*Publish) {
 			p.settle(nil, nats.ErrTimeout)
 		}
 	}
-}
-
-// batchReply is the server's answer to a batch's commit.
-type batchReply struct {
-	jetstream.PubAck
-	Batch string              `json:"batch"`
-	Count int                 `json:"count"`
-	Error *jetstream.APIError `json:"error,omitempty"`
-}
-
-// batch publishes ps as one atomic batch and settles them, reporting true; or, when
-// the server refused the batch as a whole (an expectation of one of them failed, or
-// the stream takes no batches), leaves them unsettled and reports false. A batch
-// whose outcome is unknown (no reply) settles every publish with that error: each
-// may have been stored, as with a single publish whose reply was lost.
-func (w *Writer) batch(ps []*Publish) bool {
-	// The batch is bounded by the earliest deadline among its publishes, and by the
-	// reply timeout: the send slot must not stay taken for a reply its callers no
-	// longer wait for (they retry, and their retries queue behind it).
-	ctx := ps[0].ctx
-	for _, p := range ps[1:] {
-		if d, ok := p.ctx.Deadline(); ok {
-			if cd, cok := ctx.Deadline(); !cok || d.Before(cd) {
-				ctx = p.ctx
-			}
-		}
-	}
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-	defer cancel()
-	nc := w.js.Conn()
-	id := nuid.Next()
-	var reply *nats.Msg
-	var err error
-	for i, p := range ps {
-		// A copy carries the batch headers: the caller's message may be in another
-		// send at the same time (a publish retried after its context ended).
-		m := &nats.Msg{Subject: p.msg.Subject, Data: p.msg.Data, Header: maps.Clone(p.msg.Header)}
-		if m.Header == nil {
-			m.Header = nats.Header{}
-		}
-		m.Header.Set(headerBatchID, id)
-		m.Header.Set(headerBatchSeq, strconv.Itoa(i+1))
-		if i < len(ps)-1 {
-			err = nc.PublishMsg(m)
-		} else {
-			m.Header.Set(headerBatchCommit, "1")
-			reply, err = nc.RequestMsgWithContext(ctx, m)
-		}
-		if err != nil {
-			break
-		}
-	}
-	if err != nil {
-		switch {
-		case errors.Is(err, nats.ErrNoResponders):
-			err = jetstream.ErrNoStreamResponse
-		case errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil:
-			err = nats.ErrTimeout // the reply timeout, not a caller's deadline
-		}
-		for _, p := range ps {
-			p.settle(nil, err)
-		}
-		return true
-	}
-	var r batchReply
-	if jerr := json.Unmarshal(reply.Data, &r); jerr != nil {
-		err := fmt.Errorf("atomic batch publish: bad reply %q: %w", reply.Data, jerr)
-		for _, p := range ps {
-			p.settle(nil, err)
-		}
-		return true
-	}
-	if r.Error != nil {
-		if r.Error.ErrorCode == errAtomicDisabled {
-			w.disabled.Store(true)
-		}
-		return false
-	}
-	if r.Count != len(ps) {
-		err := fmt.Errorf("atomic batch publish: %d of %d messages committed", r.Count, len(ps))
-		for _, p := range ps {
-			p.settle(nil, err)
-		}
-		return true
-	}
-	// The batch's messages are stored one after the other, the commit last.
-	first := r.Sequence - uint64(len(ps)) + 1
-	for i, p := range ps {
-		p.settle(&jetstream.PubAck{Stream: r.Stream, Sequence: first + uint64(i), Domain: r.Domain}, nil)
-	}
-	w.batches.Add(1)
-	w.batched.Add(uint64(len(ps)))
-	return true
 }
 
 // For returns a writer for a stream of the given replicas that takes atomic

@@ -56,15 +56,11 @@ func cas(bucket, key string, rev uint64, value string) *nats.Msg {
 // goAll queues msgs at once, so that they leave in as few sends as the writer's
 // configuration allows: the way publishes that pile up under load are sent.
 func goAll(ctx context.Context, w *Writer, msgs []*nats.Msg) []*Publish {
-	ps := make([]*Publish, len(msgs))
-	w.mu.Lock()
-	for i, m := range msgs {
-		ps[i] = &Publish{ctx: ctx, msg: m, ok: make(chan *jetstream.PubAck, 1), errc: make(chan error, 1)}
-		w.queue = append(w.queue, ps[i])
+	ctxs := make([]context.Context, len(msgs))
+	for i := range ctxs {
+		ctxs[i] = ctx
 	}
-	w.startLocked()
-	w.mu.Unlock()
-	return ps
+	return goEach(ctxs, w, msgs)
 }
 
 func wait(t *testing.T, p *Publish) (*jetstream.PubAck, error) {
@@ -295,4 +291,56 @@ func TestCallersMessageIsNeverWritten(t *testing.T) {
 			t.Fatalf("the caller's message came back with headers %v", m.Header)
 		}
 	}
+}
+
+// Each publish in a batch keeps its own deadline: while the reply is slow (the link
+// stalls for a second and a half), the publish whose context ends after 300 ms gets
+// its context's error alone, and gives the send slot back; the others, whose
+// contexts allow more, wait off the slot and get their acks when the reply comes.
+// Fails with the batch bounded by its earliest deadline (every publish in it fails
+// with that deadline), and with the slot held until the reply.
+func TestEachPublishInABatchKeepsItsDeadline(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	px := testenv.StartProxy(t, env.URL())
+	js := px.JetStream(t)
+	long := testenv.Context(t, 30*time.Second)
+	bucket(t, env.JetStream(t), "GC_DEADLINE", true)
+	w := New(js, Config{MinBatch: 2, MaxBatch: 100, MaxInflight: 1, Timeout: 20 * time.Second})
+	short, cancel := context.WithTimeout(long, 300*time.Millisecond)
+	defer cancel()
+	px.Pause()
+	ps := goEach([]context.Context{long, short, long}, w,
+		[]*nats.Msg{cas("GC_DEADLINE", "k0", 0, "v"), cas("GC_DEADLINE", "k1", 0, "v"), cas("GC_DEADLINE", "k2", 0, "v")})
+	if _, err := wait(t, ps[1]); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the publish with the short deadline: %v, want its context's deadline", err)
+	}
+	testenv.Eventually(t, 5*time.Second, "the send slot given back", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.inflight == 0
+	})
+	time.Sleep(time.Second) // the reply stays late past that deadline
+	px.Resume()
+	for _, i := range []int{0, 2} {
+		if ack, err := wait(t, ps[i]); err != nil || ack.Sequence == 0 {
+			t.Fatalf("publish %d, whose context allows more: %v, %v; want it stored", i, ack, err)
+		}
+	}
+	if st := w.Stats(); st.Batches != 1 || st.Batched != 3 {
+		t.Fatalf("stats %+v: want the three in one batch", st)
+	}
+}
+
+// goEach queues msgs at once as goAll does, each with its own context.
+func goEach(ctxs []context.Context, w *Writer, msgs []*nats.Msg) []*Publish {
+	ps := make([]*Publish, len(msgs))
+	w.mu.Lock()
+	for i, m := range msgs {
+		ps[i] = &Publish{ctx: ctxs[i], msg: m, ok: make(chan *jetstream.PubAck, 1), errc: make(chan error, 1)}
+		w.queue = append(w.queue, ps[i])
+	}
+	w.startLocked()
+	w.mu.Unlock()
+	return ps
 }
