@@ -13,7 +13,7 @@ import (
 
 // The three operations on a lock key. Every write is a compare-and-set on the key's
 // last revision (its stream sequence), checked atomically by the server. Each waits
-// while the bucket has no leader (retry.Repeatable, retry.UntilLeader), up to ctx's
+// while the bucket has no leader (retry.Do, retry.UntilLeader), up to ctx's
 // end.
 
 // slotState is what a process knows about one key: its revision and whether it
@@ -65,7 +65,7 @@ func (l *Locker) purge(ctx context.Context, key string, expect uint64) (uint64, 
 // read returns key's current state.
 func (l *Locker) read(ctx context.Context, key string) (slotState, error) {
 	var m *jetstream.RawStreamMsg
-	err := retry.Repeatable(ctx, func(ctx context.Context) (err error) {
+	err := retry.Do(ctx, func(ctx context.Context) (err error) {
 		m, err = l.stream.GetLastMsgForSubject(ctx, l.subjPre+key)
 		return err
 	})

@@ -8,7 +8,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
@@ -104,7 +103,7 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 		}
 		if subject == p.names.DelayedSubject(id) {
 			// The schedule, up to the message read (a newer one is another enqueue's).
-			err = retry.Repeatable(ctx, func(ctx context.Context) error {
+			err = retry.Do(ctx, func(ctx context.Context) error {
 				return p.objects.Stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(c.Sequence+1))
 			})
 			if err != nil {
@@ -143,11 +142,19 @@ func (p *Producer) waiting(ctx context.Context, id string, prev *record.Record) 
 }
 
 // removeMessage deletes a cancelled job's message from the queue. The record stands
-// if it cannot: the worker that gets the message drops it.
+// if it cannot: the worker that gets the message drops it. A message gone already
+// is removed: a worker acked it, or a try whose reply was lost deleted it and the
+// next found nothing (the server says so in several ways: 10037, 10043, 10057).
 func (p *Producer) removeMessage(ctx context.Context, seq uint64) error {
-	err := retry.Repeatable(ctx, func(ctx context.Context) error { return p.objects.Stream.DeleteMsg(ctx, seq) })
-	if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) || jserr.HasCode(err, jetstream.JSErrCodeMessageNotFound) {
+	err := retry.Do(ctx, func(ctx context.Context) error { return p.objects.Stream.DeleteMsg(ctx, seq) })
+	if err == nil || p.gone(ctx, seq) {
 		return nil
 	}
 	return fmt.Errorf("job cancelled, but its message could not be removed from the queue (a worker will drop it): %w", err)
+}
+
+// gone reports whether the stream no longer holds message seq, as a read says.
+func (p *Producer) gone(ctx context.Context, seq uint64) bool {
+	err := retry.Do(ctx, func(ctx context.Context) error { _, err := p.objects.Stream.GetMsg(ctx, seq); return err })
+	return errors.Is(err, jetstream.ErrMsgNotFound)
 }

@@ -222,16 +222,21 @@ func (p *Producer) RemoveSchedule(ctx context.Context, name string) error {
 	if err := p.checkSchedule(ctx, name); err != nil {
 		return err
 	}
-	err := retry.Repeatable(ctx, func(ctx context.Context) error {
-		resp, err := p.objects.Stream.Info(ctx, jetstream.WithSubjectFilter(p.names.PeriodicSubject(name)))
-		if err == nil && resp.State.Msgs == 0 {
-			return ErrScheduleNotFound
-		}
-		if err == nil {
-			err = p.objects.Stream.Purge(ctx, jetstream.WithPurgeSubject(p.names.PeriodicSubject(name)))
-		}
+	subject := p.names.PeriodicSubject(name)
+	var resp *jetstream.StreamInfo
+	err := retry.Do(ctx, func(ctx context.Context) (err error) {
+		resp, err = p.objects.Stream.Info(ctx, jetstream.WithSubjectFilter(subject))
 		return err
 	})
+	if err == nil && resp.State.Msgs == 0 {
+		err = ErrScheduleNotFound
+	}
+	if err == nil {
+		// A purge sent again after its reply was lost purges nothing more.
+		err = retry.Do(ctx, func(ctx context.Context) error {
+			return p.objects.Stream.Purge(ctx, jetstream.WithPurgeSubject(subject))
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("producer: remove schedule %s on queue %s: %w", name, p.names.Queue, err)
 	}

@@ -74,9 +74,9 @@ func queuedRecord(q, id string, msg *jetstream.RawStreamMsg) *Record {
 }
 
 // lastMsg reads subject's last message in the jobs stream, waiting while the
-// stream has no leader (retry.Repeatable), up to ctx's end.
+// stream has no leader (retry.Do), up to ctx's end.
 func (p *Producer) lastMsg(ctx context.Context, subject string) (m *jetstream.RawStreamMsg, err error) {
-	err = retry.Repeatable(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		m, err = p.objects.Stream.GetLastMsgForSubject(ctx, subject)
 		return err
 	})

@@ -91,7 +91,7 @@ type UniqueEntry struct {
 // Uniques reads and writes the reservations of one queue's unique bucket. Its reads
 // go to the bucket's stream leader (the bucket has no direct gets), so a decision
 // never rests on a replica that lags; its writes are compare-and-sets. Every call
-// waits while the bucket has no leader (retry.Repeatable, retry.UntilLeader), up to
+// waits while the bucket has no leader (retry.Do, retry.UntilLeader), up to
 // ctx's end.
 type Uniques struct {
 	js     jetstream.JetStream
@@ -174,7 +174,7 @@ func noDirectGets(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyV
 // released or expired).
 func (u *Uniques) Get(ctx context.Context, key string) (e UniqueEntry, found bool, err error) {
 	var kve jetstream.KeyValueEntry
-	err = retry.Repeatable(ctx, func(ctx context.Context) (err error) { kve, err = u.kv.Get(ctx, key); return err })
+	err = retry.Do(ctx, func(ctx context.Context) (err error) { kve, err = u.kv.Get(ctx, key); return err })
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return UniqueEntry{}, false, nil
 	}

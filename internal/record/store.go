@@ -34,7 +34,7 @@ var ErrConflict = errors.New("job record changed")
 // that decides on it could let a superseded run pass. On a single replica the two are
 // the same, and the direct get is cheaper.
 //
-// Every read and write waits while the bucket has no leader (retry.Repeatable,
+// Every read and write waits while the bucket has no leader (retry.Do,
 // retry.UntilLeader), up to ctx's end.
 //
 // Writes go through Group when it is set: the writes of many concurrent jobs then
@@ -64,7 +64,7 @@ func NewStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue
 // Get reads the record of id with its revision. A value at the key that is not id's
 // record (see Decode) is a *CorruptError, which matches ErrCorrupt.
 func (s Store) Get(ctx context.Context, id string) (r *Record, err error) {
-	err = retry.Repeatable(ctx, func(ctx context.Context) error { r, err = s.get(ctx, id); return err })
+	err = retry.Do(ctx, func(ctx context.Context) error { r, err = s.get(ctx, id); return err })
 	return r, err
 }
 

@@ -12,8 +12,9 @@ import (
 // a crash, as long as a quorum is missing. Meanwhile a publish to it gets "no
 // responders" at once, and a request to its API (a message get, a purge) gets no
 // answer at all. Every read and write workq makes of a queue's or a bucket's objects
-// waits that out, up to its context's end, through UntilLeader (writes) or
-// Repeatable (reads and requests that may be repeated).
+// waits that out, up to its context's end, through UntilLeader (writes) or Do
+// (reads and requests that may be repeated, each try bounded so that one left
+// unanswered is sent again).
 
 // UntilLeader runs the write op, and runs it again for as long as it fails because
 // no leader received it (jserr.NoLeader). Such a request changed nothing, so
@@ -32,17 +33,4 @@ func UntilLeader(ctx context.Context, op func() error) error {
 			return err
 		}
 	}
-}
-
-// RepeatableTry bounds each try of Repeatable: a request that a stream without a
-// leader leaves unanswered is sent again after it, rather than waiting out the
-// caller's context.
-const RepeatableTry = 2 * time.Second
-
-// Repeatable runs op, a request that may be made twice with the effect of once (a
-// read, the deletion of a message, a purge), as Do does, each try bounded by
-// RepeatableTry: until it is answered, fails with an error that retrying cannot fix,
-// or ctx ends.
-func Repeatable(ctx context.Context, op func(ctx context.Context) error) error {
-	return DoEach(ctx, RepeatableTry, op)
 }
