@@ -28,10 +28,10 @@ type batchReply struct {
 // publish with that error: each may have been stored, as with a single publish whose
 // reply was lost.
 //
-// Each publish keeps its own deadline. The send slot is held until the reply or the
-// earliest deadline among the publishes, as long as the first caller waits; from then
-// on, each publish whose context ends is settled with its context's error alone, and
-// the others go on waiting for the reply off the slot, up to the reply timeout.
+// Each publish keeps its own deadline. The send slot is held until the reply comes
+// or the first of the publishes' contexts ends; from then on, each publish whose
+// context ends is settled with its context's error alone, and the others go on
+// waiting for the reply off the slot, up to the reply timeout.
 // Settling every publish at the earliest deadline made all the writes of a slow batch
 // (a restarted, fsync-bound server) ambiguous at once; holding the slot until the
 // reply kept a dead server's batch in the way of every later write.
