@@ -243,7 +243,8 @@ func (p *Producer) takeOrphan(ctx context.Context, u *queue.Uniques, key string,
 // is not blocked for the grace; one whose publish may have landed (a timeout, a lost
 // reply, ctx ended) is kept: the job may be stored and running, and its worker's
 // hold writes nothing that a release would conflict with. If it was not stored after
-// all, the key is an orphan that the next enqueue takes over after the grace. A publish that took more than half the grace may have been taken for
+// all, the key is an orphan that the next enqueue takes over after the grace. A
+// publish that took more than half the grace may have been taken for
 // an orphan's: the key is read again, and a takeover mark on it cleared (which fails
 // that takeover); if another job holds the key already, this job will be dropped
 // unrun by its worker, and the enqueue is reported a duplicate of that job.
@@ -292,6 +293,9 @@ func (p *Producer) settleUnique(ctx context.Context, r *reservation, id string, 
 // outcome unknown, also when the last try met no leader: an earlier try may have
 // landed.
 func notStored(err error) bool {
+	if jserr.Transient(err) || errors.Is(err, context.Canceled) {
+		return false // retried until the context ended: an earlier try may have landed
+	}
 	var api *jetstream.APIError
 	return errors.As(err, &api) || errors.Is(err, nats.ErrMaxPayload)
 }

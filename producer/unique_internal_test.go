@@ -84,6 +84,11 @@ func TestUniqueKeptWhenPublishMayHaveLanded(t *testing.T) {
 	if holder := p.settleUnique(ctx, r, j.ID, lost); holder != "" {
 		t.Fatalf("settleUnique = %q", holder)
 	}
+	// The same when the last try met no leader, a refusal of that try only.
+	noLeader := errors.Join(context.DeadlineExceeded, &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"})
+	if notStored(noLeader) {
+		t.Fatalf("notStored(%v) = true; an earlier try may have landed", noLeader)
+	}
 	again, err := p.Enqueue(ctx, nil, Unique("k"))
 	if err != nil || !again.Duplicate || again.ID != "landed" {
 		t.Fatalf("second enqueue with the key = %+v, %v; want a duplicate of landed", again, err)
