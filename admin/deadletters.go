@@ -249,6 +249,9 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	// a copy with the firing's due time for a second copy of it, and drop it.
 	h.Del(queue.HeaderScheduledAt)
 	h.Set(queue.HeaderID, fmt.Sprintf("%s:requeue:%d", id, d.Sequence))
+	// A new enqueue, the same for every try of this requeue: the dead record names
+	// the enqueue that died, and a copy of it would only be terminated again.
+	h.Set(queue.HeaderEnqueue, fmt.Sprintf("requeue:%d", d.Sequence))
 	msg := &nats.Msg{Subject: n.LevelJobSubject(level, id), Data: d.Payload, Header: h} // at its priority level
 	var ack *jetstream.PubAck
 	err := retry.Do(ctx, func(ctx context.Context) error {

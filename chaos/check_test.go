@@ -170,24 +170,34 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 			if payload == "poison" {
 				t.Errorf("VIOLATION: poison job %s was committed; %s", id, desc())
 			}
-			if len(revs) < 2 && final.prev != 0 && slices.Contains(unknownRev[id], final.prev) {
-				// The claim was stored but not heard: the observer lost it with a killed
-				// leader. The commit names it (its previous revision), and the run that
-				// claimed it must be the one whose result was committed.
-				if want := fmt.Sprintf("r %s %d\n", id, final.prev); string(final.rec.Result) != want {
-					t.Errorf("VIOLATION (result of another run): job %s: committed result %q over an unheard claim, want %q; %s", id, final.rec.Result, want, desc())
-				}
-				if !tokens[final.prev] {
-					t.Errorf("VIOLATION: job %s committed on unheard token %d, but no run with that token started; %s", id, final.prev, desc())
-				}
-				break
+			// The commit's run: its claim is the first revision naming the run, and the
+			// revisions from it to the commit are the run's renewals (a claim is renewed
+			// at every heartbeat, by compare-and-set).
+			first := len(revs) - 1
+			for first > 0 && final.rec.Run != "" && revs[first-1].rec.Run == final.rec.Run {
+				first--
 			}
-			if len(revs) < 2 {
+			if first == len(revs)-1 {
+				if final.prev != 0 && slices.Contains(unknownRev[id], final.prev) {
+					// The run's claim and renewals were stored but not heard: the observer
+					// lost them with a killed leader. The committed result names the run's
+					// token, which a run must have started with, at or below the revision
+					// the commit was written over.
+					var token uint64
+					if _, err := fmt.Sscanf(string(final.rec.Result), "r "+id+" %d\n", &token); err != nil || token > final.prev {
+						t.Errorf("VIOLATION (result of another run): job %s: committed result %q over an unheard claim at or below %d; %s", id, final.rec.Result, final.prev, desc())
+					}
+					if !tokens[token] {
+						t.Errorf("VIOLATION: job %s committed on unheard token %d, but no run with that token started; %s", id, token, desc())
+					}
+					break
+				}
 				t.Errorf("VIOLATION: job %s was committed without a claim before it (workq work claims every run first); %s", id, desc())
 				break
 			}
-			claim := revs[len(revs)-2]
-			if final.prev != 0 && final.prev != claim.seq || claim.rec.State != "running" || len(unknownRev[id]) > 0 && slices.Max(unknownRev[id]) > claim.seq {
+			claim, last := revs[first], revs[len(revs)-2]
+			onLast := final.prev == last.seq || final.prev > last.seq && slices.Contains(unknownRev[id], final.prev)
+			if final.prev == 0 || !onLast || claim.rec.State != "running" {
 				t.Errorf("VIOLATION (commit not on the latest claim): job %s: done at rev %d follows rev %d; %s", id, final.seq, final.prev, desc())
 				break
 			}

@@ -19,10 +19,11 @@ import (
 
 // jobRec is the job record's wire format (README, "Job record"), the fields the check reads.
 type jobRec struct {
-	State    string `json:"state"`
-	Attempt  int    `json:"attempt"`
-	Delivery uint64 `json:"delivery"`
-	Worker   *struct {
+	State   string `json:"state"`
+	Attempt int    `json:"attempt"`
+	Run     string `json:"run"`
+	Enqueue string `json:"enqueue"`
+	Worker  *struct {
 		Name string `json:"name"`
 	} `json:"worker"`
 	Result    []byte `json:"result"`
@@ -46,7 +47,7 @@ func (r *revision) String() string {
 	if r.rec.Worker != nil {
 		w = r.rec.Worker.Name
 	}
-	s := fmt.Sprintf("rev %d (prev %d) %s %s attempt %d delivery %d worker %s", r.seq, r.prev, r.at.Format("15:04:05.000"), r.rec.State, r.rec.Attempt, r.rec.Delivery, w)
+	s := fmt.Sprintf("rev %d (prev %d) %s %s attempt %d run %s enqueue %s worker %s", r.seq, r.prev, r.at.Format("15:04:05.000"), r.rec.State, r.rec.Attempt, r.rec.Run, r.rec.Enqueue, w)
 	if r.op != "" {
 		s += " op " + r.op
 	}

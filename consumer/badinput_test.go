@@ -49,7 +49,6 @@ func TestBadInputNewRejectsNamesHandlersAndOptions(t *testing.T) {
 		{[]consumer.Option{consumer.MaxAttempts(-3)}, "MaxAttempts(-3): want at least 1"},
 		{[]consumer.Option{consumer.Heartbeat(0)}, "Heartbeat(0s): want at least 10ms"},
 		{[]consumer.Option{consumer.AckWait(time.Second), consumer.Heartbeat(time.Second)}, "Heartbeat(1s): want shorter than AckWait (1s)"},
-		{[]consumer.Option{consumer.ClaimDelay(-time.Millisecond)}, "ClaimDelay(-1ms): want 0 or more"},
 		{[]consumer.Option{consumer.DrainTimeout(-time.Second)}, "DrainTimeout(-1s): want 0 or more"},
 		{[]consumer.Option{consumer.Timeout(0)}, "Timeout(0s): want more than 0"},
 		{[]consumer.Option{consumer.Name("")}, `Name(""): want a non-empty name`},

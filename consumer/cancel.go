@@ -21,10 +21,10 @@ func cancelledError(j *Job) error {
 	return fmt.Errorf("job %s: %w (%w: it may not commit)", j.id, ErrCancelled, ErrStale)
 }
 
-// isCancelled reports whether rec says that j's message was cancelled. The record of
-// an earlier job with the same id does not count.
+// isCancelled reports whether rec says that j's enqueue was cancelled. The record of
+// another enqueue with the same id does not count.
 func isCancelled(j *Job, rec *record.Record) bool {
-	return rec.State == record.Cancelled && rec.Sequence == j.md.Sequence.Stream
+	return rec.State == record.Cancelled && sameEnqueue(j, rec)
 }
 
 // lostCause is why j lost its claim: ErrCancelled if its record says it was cancelled,
@@ -32,8 +32,13 @@ func isCancelled(j *Job, rec *record.Record) bool {
 // ErrStale, and the job is settled as reassigned.
 func (w *Worker) lostCause(ctx context.Context, j *Job) error {
 	rec, err := w.records.Get(ctx, j.id)
-	if err == nil && isCancelled(j, rec) {
+	switch {
+	case err == nil && isCancelled(j, rec):
 		return cancelledError(j)
+	case errors.Is(err, record.ErrCorrupt):
+		// Something that is not this job's record was written over the claim: the
+		// claim is gone as surely as if another delivery had taken it.
+		return fmt.Errorf("job %s: claim overwritten: %w: %w", j.id, err, ErrStale)
 	}
 	return ErrStale
 }

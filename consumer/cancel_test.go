@@ -87,8 +87,7 @@ func TestCancelRunningJob(t *testing.T) {
 
 // A queued job that is cancelled never runs: neither when no worker had it (its
 // message is removed) nor when it waited in a worker's buffer or stayed in the queue
-// (the worker, claiming before it runs with ClaimDelay 0, finds the record and drops
-// it). A retrying job that is cancelled does not run again, and a finished job cannot
+// (the worker, claiming before it runs, finds the record and drops it). A retrying job that is cancelled does not run again, and a finished job cannot
 // be cancelled.
 func TestCancelWaitingJobsNeverRun(t *testing.T) {
 	t.Parallel()
@@ -113,7 +112,7 @@ func TestCancelWaitingJobsNeverRun(t *testing.T) {
 			return consumer.RetryAfter(2*time.Second, errors.New("try later"))
 		}
 		return nil
-	}), consumer.Concurrency(1), consumer.AckWait(5*time.Second), consumer.ClaimDelay(0))
+	}), consumer.Concurrency(1), consumer.AckWait(5*time.Second))
 
 	// Cancelled before any worker runs: its message goes.
 	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("early")); err != nil {

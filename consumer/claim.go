@@ -2,86 +2,167 @@ package consumer
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base32"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/protocol"
 	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/retry"
 )
+
+// The claim of a fenced delivery (docs/delivery.md). The job record is the only
+// truth: every delivery reads or compare-and-sets the record before its handler
+// starts, and nothing is decided from JetStream's delivery count, the consumer's
+// creation time, the message's sequence or what this process remembers of other
+// deliveries. The decision itself is protocol.DecideClaim; this file makes its engine
+// calls.
 
 // verdict is what a claim decided to do with a delivery.
 type verdict int
 
 const (
 	runIt       verdict = iota // claimed: run the handler
-	alreadyDone                // committed before; only the ack was lost: ack
-	alreadyDead                // dead-lettered before; make sure the copy exists, terminate
-	stale                      // a newer delivery claimed the job: do nothing
-	busy                       // another live message has this job id: put back for later
-	exhausted                  // the allowed attempts were used by runs that never finished: dead-letter
-	early                      // the job's retry time has not come (its worker died before putting it back): put back until then
-	heldOld                    // a run through a replaced consumer may still hold the job: leave it to that run's heartbeats
-	cancelled                  // the job was cancelled: drop it without running
+	alreadyDone                // a copy of an enqueue that was committed: ack, never run
+	alreadyDead                // a copy of an enqueue that died: make sure the dead letter exists, terminate
+	cancelled                  // a copy of an enqueue that was cancelled: drop it without running
+	watched                    // another run holds a live claim: keep the delivery off the slots, decide again later
+	early                      // the job's retry time has not come: put back until then
+	busy                       // another enqueue of the id is live: put back until it ends
+	exhausted                  // the next run would exceed the attempts: dead-letter without running
 	unreadable                 // the value at the job's key is not its record: dead-letter without running (see claimUnreadable)
 )
 
-// retryTolerance is how early before its record's retry time a redelivery may run
-// anyway: clocks of the worker that failed the job and of this one may differ a little.
-const retryTolerance = 100 * time.Millisecond
+// maxClaimRounds bounds the read-decide-write rounds of one claim: each lost round
+// means another run wrote the record meanwhile.
+const maxClaimRounds = 8
 
-// Fencing orders the deliveries of a job by (consumer incarnation, delivery count):
-// the record names the last delivery accounted for, and a delivery at or below it is
-// stale. Attempts count every delivery that may have run: deliveries of the same
-// incarnation between the record's and this one left no trace — a first attempt whose
-// worker died before its lazy claim, a worker cut off before it wrote anything — and
-// each counts. Deliveries handed back unstarted are written to the record, so they do
-// not count.
-
-// claimDelivery decides what this delivery does. A first delivery that is provably
-// this worker's — the server cannot have redelivered it yet (lease.current) and no
-// earlier consumer incarnation can have delivered it — needs no read: no other run of
-// the job can exist, so it may run at once and write its claim after ClaimDelay (or
-// at commit, which is then a create that fails if any later delivery has claimed the
-// job meanwhile). Every other delivery, and a first delivery of a message this worker
-// finished lately (a twin: see twins.go), reads the record and claims before it runs: a
-// delivery that waited in a frozen worker's buffer past AckWait may belong to a job
-// another worker has run and committed since.
+// claimDelivery decides what this delivery does, and writes its claim when it runs.
+// A delivery's first round writes its claim blind, as a create that expects no
+// record (no read on the common path: a new job); any other outcome reads the record
+// and decides from it. On runIt j.claim is the written claim and j.token its
+// revision; on exhausted and alreadyDead j.claim is the record to settle from; on
+// watched, early and busy j.retryIn is how long to wait. An error means the claim's
+// outcome is not known (the server did not answer): the handler does not run.
 //
-// Its reads and writes are bounded by a write context (writeContext), made only when
-// it talks to the server: a lazy first claim, the common case, needs none.
+// Its reads and writes are bounded by a write context (writeContext).
 func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
-	// A fired job (delayed or periodic) reads its record first too: the server may
-	// have fired it twice across a change of stream leader (both copies carry the
-	// same id, which the stream's dedup does not see), or it may have been cancelled
-	// as it fired.
-	if j.md.NumDelivered != 1 || !j.lease.current() || j.md.Sequence.Stream <= j.lease.inc.FirstSeq || j.twin || !j.scheduledAt.IsZero() {
-		wctx, cancel := w.writeContext(ctx)
-		defer cancel()
-		return w.claim(wctx, j)
-	}
-	j.claim = w.fresh(j, 1)
-	if w.cfg.claimDelay > 0 {
-		return runIt, nil
-	}
 	ctx, cancel := w.writeContext(ctx)
 	defer cancel()
-	_, err := j.ensureClaimed(ctx)
-	if errors.Is(err, ErrStale) {
-		// The id has a record already: another message with this id, most likely.
-		j.claim, j.lost = nil, false
-		return w.claim(ctx, j)
+	j.run = w.nextRun()
+	d := protocol.Delivery{Enqueue: j.enqueue, MaxAttempts: j.maxAttempts}
+	var rec *record.Record // nil: none (on the first round: none known)
+	for round := range maxClaimRounds {
+		if round > 0 {
+			r, err := w.records.Get(ctx, j.id)
+			switch {
+			case errors.Is(err, record.ErrNotFound):
+				rec = nil
+			case errors.Is(err, record.ErrCorrupt):
+				return w.claimUnreadable(j, err), nil
+			case err != nil:
+				return 0, err
+			default:
+				rec = r
+			}
+		}
+		pr := w.protoRecord(rec)
+		if rec != nil && sameEnqueue(j, rec) {
+			pr.Enqueue = j.enqueue
+		}
+		dec := protocol.DecideClaim(pr, d, w.sightings.of(j.id, pr), j.run, w.cfg.ackWait, time.Now())
+		if dec.Verdict == protocol.Later && !sameEnqueue(j, rec) && !d.OtherGone {
+			// Another enqueue of the id holds its record live: it does, while its
+			// message is in the stream.
+			live, err := w.messageLive(ctx, rec.Sequence)
+			if err != nil {
+				return 0, err
+			}
+			if !live {
+				d.OtherGone = true
+				dec = protocol.DecideClaim(pr, d, protocol.Sighting{}, j.run, w.cfg.ackWait, time.Now())
+			}
+		}
+		switch dec.Verdict {
+		case protocol.Ack:
+			if rec.State == record.Cancelled {
+				return cancelled, nil
+			}
+			return alreadyDone, nil
+		case protocol.Term:
+			j.claim, j.attempt = rec, rec.Attempt
+			return alreadyDead, nil
+		case protocol.Watch:
+			j.retryIn = dec.Wait
+			return watched, nil
+		case protocol.Later:
+			j.retryIn = dec.Wait
+			if sameEnqueue(j, rec) {
+				return early, nil
+			}
+			return busy, nil
+		case protocol.Exhausted:
+			// The record it ends with counts the attempts made, over the record read.
+			c := *rec
+			c.Run, c.MaxAttempts = j.run, j.maxAttempts
+			j.claim, j.attempt = &c, c.Attempt
+			return exhausted, nil
+		}
+		next := w.fresh(j, dec.Next.Attempt)
+		if rec != nil {
+			next.LastError = recordError(rec.LastError) // cut like our own: another client may have written one that would not fit
+		}
+		err := w.cas(ctx, next, dec.Next.Revision)
+		switch {
+		case err == nil:
+			w.sightings.forget(j.id)
+			j.claim, j.token, j.attempt = next, next.Revision, next.Attempt
+			if rec != nil && rec.State == record.Running {
+				w.log.Warn(fmt.Sprintf("job %s: the claim of run %s went its lease (%s) without a renewal; taking the job over", j.id, rec.Run, pr.Lease),
+					"job", j.id, "attempt", next.Attempt, "prev_worker", workerName(rec), "revision", rec.Revision)
+			}
+			if next.Attempt > 1 {
+				w.logRepeat(j, next, rec)
+			}
+			return runIt, nil
+		case !errors.Is(err, record.ErrConflict):
+			return 0, err
+		}
+		// Someone wrote the record between our read (or our blind create) and our
+		// write: read it again.
 	}
-	return runIt, err
+	return 0, fmt.Errorf("job %s: claim kept conflicting", j.id)
 }
 
-// sameFiring reports whether prev, the record of another message with j's id, is
-// the record of the same firing: the same delayed job's due time, or the same
-// periodic schedule's firing time.
-func sameFiring(j *Job, prev *record.Record) bool {
-	return !j.scheduledAt.IsZero() && prev.ScheduledAt.Equal(j.scheduledAt) && prev.Schedule == j.schedule
+// sameEnqueue reports whether rec is the record of j's enqueue: it names it, or it
+// names j's very message by its stream sequence (a record written by an older worker
+// or another client that sets no enqueue; the sequences of a stream's live messages
+// are unique).
+func sameEnqueue(j *Job, rec *record.Record) bool {
+	return rec.Enqueue == j.enqueue || rec.Sequence == j.md.Sequence.Stream
+}
+
+// protoRecord is r as the protocol decides from it; nil for none. A record without a
+// lease (written by an older worker or another client) stands for this worker's
+// AckWait.
+func (w *Worker) protoRecord(r *record.Record) *protocol.Record {
+	if r == nil {
+		return nil
+	}
+	lease := time.Duration(r.LeaseMS) * time.Millisecond
+	if lease <= 0 {
+		lease = w.cfg.ackWait
+	}
+	return &protocol.Record{
+		State: protocol.State(r.State), Attempt: r.Attempt, Enqueue: r.Enqueue, Run: r.Run,
+		Lease: lease, RetryAt: r.RetryAt, Revision: r.Revision,
+	}
 }
 
 // fresh is the claim this delivery writes as the given attempt. Its Revision is 0
@@ -89,160 +170,68 @@ func sameFiring(j *Job, prev *record.Record) bool {
 func (w *Worker) fresh(j *Job, attempt int) *record.Record {
 	return &record.Record{
 		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: record.Running, Attempt: attempt,
-		MaxAttempts: j.maxAttempts, Delivery: j.md.NumDelivered, Epoch: j.lease.inc.Epoch,
+		MaxAttempts: j.maxAttempts, Enqueue: j.enqueue, Run: j.run, LeaseMS: w.cfg.ackWait.Milliseconds(),
 		Sequence: j.md.Sequence.Stream, Worker: &w.identity, EnqueuedAt: j.md.Timestamp, StartedAt: time.Now(),
 		ScheduledAt: j.scheduledAt, Schedule: j.schedule,
 	}
 }
 
-// claim reads and writes the job record to decide what this delivery does. On runIt
-// j.claim is the written claim (its revision is the fencing token); on exhausted and
-// alreadyDead it is the record found (on exhausted with no record, the unwritten claim
-// this delivery would have made); on early, j.retryIn is how long to put it back.
-func (w *Worker) claim(ctx context.Context, j *Job) (verdict, error) {
-	for range 8 {
-		prev, err := w.records.Get(ctx, j.id)
-		var next *record.Record
-		var prevRev uint64
-		v := runIt
-		switch {
-		case errors.Is(err, record.ErrNotFound):
-			// Every earlier delivery of this incarnation left no trace, and each may
-			// have run: this is attempt NumDelivered. Past the limit, the job ends as a
-			// record-holding job does (follow): its untraced runs used the attempts.
-			next = w.fresh(j, int(j.md.NumDelivered))
-			if next.Attempt > j.maxAttempts {
-				// The record it ends with counts the attempts used, not this one.
-				next.Attempt, next.StartedAt = next.Attempt-1, time.Time{}
-				j.claim, j.attempt = next, next.Attempt
-				return exhausted, nil
-			}
-		case errors.Is(err, record.ErrCorrupt):
-			return w.claimUnreadable(j, err), nil
-		case err != nil:
-			return 0, err
-		case w.forgottenDuplicate(j, prev):
-			return alreadyDone, nil
-		case isCancelled(j, prev), prev.State == record.Cancelled && prev.Sequence != j.md.Sequence.Stream && sameFiring(j, prev):
-			// Cancelled: this message, or the delayed job the server fired as it was
-			// cancelled.
-			return cancelled, nil
-		case prev.Sequence != j.md.Sequence.Stream && prev.State.Terminal() && sameFiring(j, prev):
-			// Another copy of a firing that has ended (a new stream leader fired again
-			// what the old one fired as it failed), or of a delayed job cancelled while
-			// the server fired it: it never runs.
-			return alreadyDone, nil
-		case prev.Sequence != j.md.Sequence.Stream:
-			// The record belongs to another message with the same id: a job enqueued
-			// again after the duplicate window, or requeued from dead letters.
-			if !prev.State.Terminal() {
-				live, err := w.messageLive(ctx, prev.Sequence)
-				if err != nil {
-					return 0, err
-				}
-				if live && sameFiring(j, prev) {
-					// Another copy of the same firing is live: it runs the firing (and
-					// retries it, or dead-letters it); this copy never runs.
-					return alreadyDone, nil
-				}
-				if live {
-					return busy, nil
-				}
-			}
-			next, prevRev = w.fresh(j, int(j.md.NumDelivered)), prev.Revision
-		case prev.State == record.Done:
-			return alreadyDone, nil
-		case prev.State == record.Dead:
-			j.claim = prev
-			return alreadyDead, nil
-		default:
-			if v, next = w.follow(j, prev); next == nil {
-				return v, nil
-			}
-			prevRev = prev.Revision
-		}
-		err = w.put(ctx, j, next, prevRev)
-		if err == nil {
-			if v == runIt {
-				j.claim = next
-			}
-			if next.Attempt > 1 {
-				w.logRepeat(j, next, prev)
-			}
-			return v, nil
-		}
-		if !errors.Is(err, record.ErrConflict) {
-			return 0, err
-		}
-		// Someone wrote the record between our read and write: read it again.
-	}
-	return 0, fmt.Errorf("job %s: claim kept conflicting", j.id)
-}
-
-// forgottenDuplicate reports whether j's message is a second copy of the job that
-// prev, the record of an earlier message with the same id, says is done, stored
-// within the queue's duplicate window of the first: a copy the server should have
-// refused as a duplicate. It lets one through when it restarts: it rebuilds its
-// memory of job ids from the messages still in the stream, and a WorkQueue stream no
-// longer holds the jobs that were done, so a producer retrying an enqueue whose
-// reply was lost in the crash stores those jobs again. Such a copy is acked without
-// running (or, when it ran on a lazy first claim, without committing).
+// cas writes next over revision prev by compare-and-set (prev 0: the job has no live
+// record; a finished record of an earlier message is written over by the claim's
+// decision, never here) and sets next.Revision. It retries transient errors, each
+// try bounded by a quarter of the write budget, so that a try lost with a failed node
+// leaves time for more once a new leader is elected.
 //
-// Only a copy under the job id as its message id counts: a requeue from dead letters
-// publishes under a message id of its own, and means to run the job again.
-func (w *Worker) forgottenDuplicate(j *Job, prev *record.Record) bool {
-	window := w.objects.Stream.CachedInfo().Config.Duplicates
-	return prev.State == record.Done && prev.Sequence < j.md.Sequence.Stream && window > 0 &&
-		j.msg.Headers().Get(queue.HeaderID) == j.id &&
-		!prev.EnqueuedAt.IsZero() && j.md.Timestamp.Sub(prev.EnqueuedAt) < window
+// A write whose outcome is unknown is resolved by reading, never guessed
+// (resolveConflict): it returns nil when the write, or an earlier try of it whose
+// reply was lost, is in the record (protocol.Landed); record.ErrConflict when a read
+// shows another write in its place; any other error when the outcome stayed unknown.
+func (w *Worker) cas(ctx context.Context, next *record.Record, prev uint64) error {
+	perTry := min(max(w.cfg.ackWait/4, 200*time.Millisecond), 5*time.Second)
+	return retry.DoEach(ctx, perTry, func(c context.Context) error {
+		var err error
+		if prev == 0 {
+			err = w.records.Create(c, next)
+		} else {
+			err = w.records.Update(c, next, prev)
+		}
+		if errors.Is(err, record.ErrConflict) {
+			return w.resolveConflict(c, next, prev, err)
+		}
+		return err
+	})
 }
 
-// follow decides what delivery j does after prev, the live record of the same message,
-// and returns the record to write for it: its claim (runIt), or its accounting (early);
-// nil when nothing is written.
-func (w *Worker) follow(j *Job, prev *record.Record) (verdict, *record.Record) {
-	d, epoch := j.md.NumDelivered, j.lease.inc.Epoch
-	untraced := 0
-	switch {
-	case prev.Epoch > epoch:
-		// Claimed through a newer incarnation of the consumer than the one this
-		// delivery came through: the worker may not know the new one yet.
-		j.lease.src.askRecheck()
-		if !w.takeOverAhead(j, prev) {
-			return stale, nil
+// resolveConflict decides what a refused compare-and-set of next over revision prev
+// means, by reading the record. At a later revision, it is this run's own write (an
+// earlier try that landed with its reply lost) when the run and the state are
+// next's: success. Any other record in its place is the conflict, and so is no record
+// or one that is not the job's. The record may also not have moved yet: a replicated
+// stream refuses a write while another write of the same key is in flight (error
+// 10164), most likely this run's earlier try, still being replicated after a change
+// of leader; it looks again until the record moves, as long as ctx lets it. A record
+// that never moves, or that could not be read, leaves the outcome unknown: an error
+// that is not a conflict.
+func (w *Worker) resolveConflict(ctx context.Context, next *record.Record, prev uint64, conflict error) error {
+	for {
+		cur, err := w.records.Get(ctx, next.ID)
+		switch {
+		case errors.Is(err, record.ErrNotFound), errors.Is(err, record.ErrCorrupt):
+			return conflict
+		case err != nil:
+			return fmt.Errorf("job %s: after a refused write, the record could not be read: %w", next.ID, err)
+		case protocol.Landed(w.protoRecord(cur), next.Run, protocol.State(next.State), prev):
+			next.Revision = cur.Revision
+			return nil
+		case cur.Revision != prev:
+			return conflict
 		}
-	case prev.Epoch == epoch || prev.Epoch == 0:
-		if prev.Delivery >= d {
-			if !w.takeOverAhead(j, prev) {
-				return stale, nil
-			}
-		} else {
-			untraced = int(d - prev.Delivery - 1)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("job %s: a write was refused and the record did not move from revision %d: %w", next.ID, prev, ctx.Err())
+		case <-time.After(25 * time.Millisecond):
 		}
-	case prev.State == record.Running && d == 1:
-		// A run of the job through the replaced consumer may still be going. Its
-		// heartbeats reach the new consumer (acks match by stream sequence) and keep
-		// this delivery from coming back; if it commits, its ack ends the job. If it
-		// is dead, the job comes back after AckWait and is claimed then.
-		return heldOld, nil
 	}
-	attempt := prev.Attempt + untraced + 1
-	if wait := time.Until(prev.RetryAt); prev.State == record.Retrying && untraced == 0 && wait > retryTolerance {
-		// The failed run's worker died between recording the failure and putting the
-		// job back with its backoff, so AckWait brought it back early.
-		j.retryIn = wait
-		next := *prev
-		next.Delivery, next.Epoch = d, epoch
-		next.LastError = recordError(next.LastError)
-		return early, &next
-	}
-	if attempt > j.maxAttempts {
-		j.claim, j.attempt = prev, attempt-1
-		return exhausted, nil
-	}
-	next := w.fresh(j, attempt)
-	next.LastError = recordError(prev.LastError) // cut like our own: another client may have written one that would not fit
-	return runIt, next
 }
 
 // claimUnreadable decides what a delivery does when the value at its job's key is
@@ -258,10 +247,10 @@ func (w *Worker) follow(j *Job, prev *record.Record) (verdict, *record.Record) {
 // cancelled job. Not left alone either: every delivery would find the same value, and
 // the job would loop for ever. The dead letter keeps the payload and says what was
 // wrong, and the dead record written over the value makes the key readable again, so
-// an operator can requeue the job and it runs as a new message would. The attempts it
-// counts are the deliveries before this one (the floor: each may have run).
+// an operator can requeue the job and it runs as a new message would. It counts no
+// attempts: the value says nothing of the runs made.
 func (w *Worker) claimUnreadable(j *Job, err error) verdict {
-	c := w.fresh(j, max(int(j.md.NumDelivered)-1, 0))
+	c := w.fresh(j, 0)
 	c.StartedAt = time.Time{}
 	var ce *record.CorruptError
 	if errors.As(err, &ce) {
@@ -269,14 +258,6 @@ func (w *Worker) claimUnreadable(j *Job, err error) verdict {
 	}
 	j.claim, j.attempt, j.unreadable = c, c.Attempt, err
 	return unreadable
-}
-
-// askRecheck asks the fetch loop to read the consumer's incarnation now.
-func (s *source) askRecheck() {
-	select {
-	case s.recheck <- struct{}{}:
-	default:
-	}
 }
 
 // messageLive reports whether the stream still holds message seq (not acked,
@@ -289,55 +270,83 @@ func (w *Worker) messageLive(ctx context.Context, seq uint64) (bool, error) {
 	return err == nil, err
 }
 
-// accountHandBack writes a delivery handed back unstarted into the job record, so
-// that the next delivery does not count it as an attempt that may have run. Best
-// effort: a delivery whose hand-back could not be written counts.
-func (w *Worker) accountHandBack(j *Job) {
-	ctx, cancel := context.WithTimeout(context.Background(), min(w.cfg.ackWait, 5*time.Second))
-	defer cancel()
-	d, epoch := j.md.NumDelivered, j.lease.inc.Epoch
-	for range 3 {
-		prev, err := w.records.Get(ctx, j.id)
-		var next record.Record
-		var prevRev uint64
-		switch {
-		case errors.Is(err, record.ErrNotFound):
-			next = *w.fresh(j, int(d)-1)
-			next.State, next.StartedAt, next.Worker = record.Queued, time.Time{}, nil
-		case err != nil, prev.Sequence != j.md.Sequence.Stream, prev.State.Terminal():
-			return
-		case prev.Epoch == epoch || prev.Epoch == 0:
-			if prev.Delivery >= d {
-				return
-			}
-			next, prevRev = *prev, prev.Revision
-			next.Attempt += int(d - prev.Delivery - 1)
-		case prev.Epoch < epoch:
-			next, prevRev = *prev, prev.Revision
-		default:
-			return
-		}
-		next.Delivery, next.Epoch = d, epoch
-		if prevRev == 0 {
-			err = w.records.Create(ctx, &next)
-		} else {
-			err = w.records.Update(ctx, &next, prevRev)
-		}
-		if !errors.Is(err, record.ErrConflict) {
-			return
-		}
+// logRepeat logs, at debug level, a claim of a job claimed before, with what it was
+// decided from.
+func (w *Worker) logRepeat(j *Job, next, prev *record.Record) {
+	args := []any{"job", j.id, "attempt", next.Attempt, "run", next.Run, "sequence", j.md.Sequence.Stream,
+		"delivery", j.md.NumDelivered}
+	if prev != nil {
+		args = append(args, "prev_state", prev.State, "prev_attempt", prev.Attempt, "prev_run", prev.Run,
+			"prev_sequence", prev.Sequence)
 	}
+	w.log.Debug("claim of a job claimed before", args...)
 }
 
-// logRepeat logs, at debug level, a claim that counts more than one attempt, with
-// what it was decided from: why a job's record counts more attempts than it had runs
-// is told by these lines.
-func (w *Worker) logRepeat(j *Job, next, prev *record.Record) {
-	args := []any{"job", j.id, "attempt", next.Attempt, "state", next.State, "sequence", j.md.Sequence.Stream,
-		"delivery", j.md.NumDelivered, "epoch", j.lease.inc.Epoch, "twin", j.twin}
-	if prev != nil {
-		args = append(args, "prev_state", prev.State, "prev_attempt", prev.Attempt, "prev_sequence", prev.Sequence,
-			"prev_delivery", prev.Delivery, "prev_epoch", prev.Epoch)
+// runIDs makes the ids of this worker's runs: a random prefix drawn at New, and a
+// counter. An id names one claim and is never made again, by this worker or another.
+type runIDs struct {
+	prefix string
+	mu     sync.Mutex
+	n      uint64
+}
+
+func newRunIDs() *runIDs {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return &runIDs{prefix: base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]) + "."}
+}
+
+// nextRun is a new run id.
+func (w *Worker) nextRun() string {
+	r := w.runIDs
+	r.mu.Lock()
+	r.n++
+	n := r.n
+	r.mu.Unlock()
+	return r.prefix + strconv.FormatUint(n, 36)
+}
+
+// sightings remembers, per job, the revision of a record held by another run that
+// this worker saw, and when it first saw it on its own monotonic clock: a claim is
+// taken over only after its revision stood unchanged for its lease
+// (protocol.Sighting). Forgetting one (a restart, the bound below) only makes the
+// worker wait longer.
+type sightings struct {
+	mu   sync.Mutex
+	seen map[string]sighting // by job id
+}
+
+type sighting struct {
+	rev   uint64
+	since time.Time
+}
+
+// maxSightings bounds the memory: past it, what is remembered is forgotten.
+const maxSightings = 4096
+
+// of returns what this worker saw of rec before and remembers rec's revision from
+// now on when it is a new one; the zero Sighting for no record.
+func (s *sightings) of(id string, rec *protocol.Record) protocol.Sighting {
+	if rec == nil || rec.State != protocol.Running {
+		return protocol.Sighting{}
 	}
-	w.log.Debug("claim of a job delivered before", args...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	sr, ok := s.seen[id]
+	if !ok || sr.rev != rec.Revision {
+		if s.seen == nil || len(s.seen) >= maxSightings {
+			s.seen = map[string]sighting{}
+		}
+		sr = sighting{rev: rec.Revision, since: now}
+		s.seen[id] = sr
+	}
+	return protocol.Sighting{Revision: sr.rev, For: now.Sub(sr.since)}
+}
+
+// forget drops what was seen of job id (it was claimed).
+func (s *sightings) forget(id string) {
+	s.mu.Lock()
+	delete(s.seen, id)
+	s.mu.Unlock()
 }

@@ -30,6 +30,9 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 	if fence {
 		err := w.update(ctx, j, func(next *record.Record) {
 			next.State, next.LastError, next.FinishedAt, next.RetryAt = record.Dead, recordError(reason.Error()), time.Now(), time.Time{}
+			if j.unrun {
+				next.Attempt, next.StartedAt = max(0, next.Attempt-1), time.Time{}
+			}
 		})
 		if err != nil {
 			w.outcomeFailed(j, "dead-letter", err)

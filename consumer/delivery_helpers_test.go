@@ -13,8 +13,9 @@ import (
 
 // takeDelivery fetches the queue's next job from the workers' consumer as a worker
 // would and leaves it unacknowledged: the test plays a worker that dies at a moment
-// of its choosing. It returns the delivery and the consumer's incarnation epoch.
-func takeDelivery(t *testing.T, js jetstream.JetStream, q string) (jetstream.Msg, int64) {
+// of its choosing. It returns the delivery and the enqueue it belongs to (its
+// Workq-Enqueue), which the records a worker writes for it name.
+func takeDelivery(t *testing.T, js jetstream.JetStream, q string) (jetstream.Msg, string) {
 	t.Helper()
 	ctx := testenv.Context(t, 10*time.Second)
 	c, err := js.Consumer(ctx, "WORKQ_"+q, "workers")
@@ -26,10 +27,10 @@ func takeDelivery(t *testing.T, js jetstream.JetStream, q string) (jetstream.Msg
 		t.Fatal(err)
 	}
 	for m := range b.Messages() {
-		return m, c.CachedInfo().Created.UnixNano()
+		return m, m.Headers().Get("Workq-Enqueue")
 	}
 	t.Fatalf("no job to take from %s: %v", q, b.Error())
-	return nil, 0
+	return nil, ""
 }
 
 // writeRecord writes a job record as a worker would (the README's wire format),

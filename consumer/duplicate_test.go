@@ -6,46 +6,57 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
 )
 
-// A second message for a job that is done, stored within the queue's duplicate
-// window of the first, is a copy the server should have refused: a restarted server
-// forgets the ids of the jobs it no longer holds, so a producer retrying an enqueue
-// whose reply was lost stores them again. The worker never commits such a copy: the
-// job keeps its one result. (The test lets the copy through by shrinking the
-// stream's window after the worker read it.) A message under another message id —
-// a requeue — does run the job again (TestIDReusedAfterFinishedRecord).
-func TestForgottenDuplicateIsNotCommittedAgain(t *testing.T) {
+// A second copy of one enqueue — the same job id and Workq-Enqueue, stored as a new
+// message — is what a restarted server lets through: it forgets the ids of the jobs it
+// no longer holds, so a producer retrying an enqueue whose reply was lost stores the
+// job again. Whatever its delivery count, sequence or age, the copy of an enqueue whose
+// record ended never runs: a done job's copy is acked, a cancelled job's copy is
+// dropped (finding 2 of issue 24: it used to run and commit over the cancel). The test
+// lets the copy through by shrinking the stream's duplicate window. A new enqueue of
+// the id (another Workq-Enqueue, a requeue) does run (TestIDReusedAfterFinishedRecord).
+func TestCopyOfAnEndedEnqueueNeverRuns(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		delay time.Duration
-		runs  int64 // runs of the copy: a lazy first claim runs it before it learns
-	}{{"lazy first claim", 10 * time.Millisecond, -1}, {"claim first", 0, 0}} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, end := range []producer.State{producer.StateDone, producer.StateCancelled} {
+		t.Run(string(end), func(t *testing.T) {
+			t.Parallel()
 			env := testenv.Start(t)
 			js := env.JetStream(t)
 			const q = "fdup"
 			p := newProducer(t, js, q)
 			var runs atomic.Int64
 			w := newWorker(t, js, q, consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
-				runs.Add(1)
-				j.SetResult([]byte("first"))
-				if runs.Load() > 1 {
+				if runs.Add(1) == 1 {
+					j.SetResult([]byte("first"))
+				} else {
 					j.SetResult([]byte("copy"))
 				}
 				return nil
-			}), consumer.AckWait(time.Second), consumer.ClaimDelay(tc.delay))
-			runWorker(t, w)
-			ctx := testenv.Context(t, 20*time.Second)
-			first, err := p.Enqueue(ctx, []byte("x"), producer.ID("j1"))
+			}), consumer.AckWait(time.Second))
+			ctx := testenv.Context(t, 30*time.Second)
+			msg := func() *nats.Msg {
+				m := &nats.Msg{Subject: "workq." + q + ".jobs.j1", Data: []byte("x"), Header: nats.Header{}}
+				m.Header.Set("Nats-Msg-Id", "j1")
+				m.Header.Set("Workq-Enqueue", "enqueue-1")
+				return m
+			}
+			first, err := js.PublishMsg(ctx, msg())
 			if err != nil {
 				t.Fatal(err)
 			}
-			testenv.Eventually(t, 10*time.Second, "the job done", func() bool { return w.Stats().Committed == 1 })
+			if end == producer.StateCancelled {
+				if _, err := p.Cancel(ctx, "j1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runWorker(t, w)
+			testenv.Eventually(t, 10*time.Second, "the job "+string(end), func() bool { return status(t, p, "j1").State == end })
 
 			s, err := js.Stream(ctx, "WORKQ_"+q)
 			if err != nil {
@@ -58,19 +69,17 @@ func TestForgottenDuplicateIsNotCommittedAgain(t *testing.T) {
 			}
 			// The server forgets the id once its (now short) window has passed and its
 			// dedup timer has run. A reply at another sequence means the copy is stored;
-			// it says Duplicate when the enqueue that stored it lost its reply (a busy
-			// machine) and this one was refused as the copy's duplicate.
-			// The server purges old ids on a timer; a change of the window resets it to
-			// fire at once, but if it fires before the server has taken the new window
-			// it waits out the old one (2 minutes). So the window is changed again
-			// (200 ↔ 250 ms) while the copy is refused, until the server takes it.
-			var copyInfo producer.JobInfo
+			// it says Duplicate when an earlier try stored it and lost its reply (a busy
+			// machine). The server purges old ids on a timer; a change of the window
+			// resets it to fire at once, but if it fires before the server has taken the
+			// new window it waits out the old one (2 minutes). So the window is changed
+			// again (200 ↔ 250 ms) while the copy is refused, until the server takes it.
 			testenv.Eventually(t, 10*time.Second, "the copy stored as a new message", func() bool {
-				copyInfo, err = p.Enqueue(ctx, []byte("x"), producer.ID("j1"))
+				ack, err := js.PublishMsg(ctx, msg())
 				if err != nil {
-					t.Logf("enqueue of the copy: %v", err)
+					t.Logf("publish of the copy: %v", err)
 				}
-				if err == nil && copyInfo.Sequence != first.Sequence {
+				if err == nil && ack.Sequence != first.Sequence {
 					return true
 				}
 				cfg.Duplicates = 450*time.Millisecond - cfg.Duplicates
@@ -79,17 +88,24 @@ func TestForgottenDuplicateIsNotCommittedAgain(t *testing.T) {
 				}
 				return false
 			})
-			testenv.Eventually(t, 15*time.Second, "the copy acked", func() bool { return pendingMessages(t, js, q) == 0 })
+			testenv.Eventually(t, 15*time.Second, "the copy ended", func() bool { return pendingMessages(t, js, q) == 0 })
 			st := w.Stats()
-			if st.Committed != 1 || st.AlreadyDone == 0 {
-				t.Fatalf("worker %+v: want the copy acked as done, not committed", st)
-			}
 			r := status(t, p, "j1")
-			if r.State != producer.StateDone || r.Sequence != first.Sequence || string(r.Result) != "first" {
-				t.Fatalf("record %+v: want the first message's result", r)
-			}
-			if tc.runs >= 0 && runs.Load()-1 != tc.runs {
-				t.Fatalf("the copy ran %d times, want %d", runs.Load()-1, tc.runs)
+			switch end {
+			case producer.StateDone:
+				if st.Committed != 1 || st.AlreadyDone == 0 || runs.Load() != 1 {
+					t.Fatalf("worker %+v, %d runs: want the copy acked as done, not run", st, runs.Load())
+				}
+				if r.State != producer.StateDone || r.Sequence != first.Sequence || string(r.Result) != "first" {
+					t.Fatalf("record %+v: want the first message's result", r)
+				}
+			case producer.StateCancelled:
+				if st.Committed != 0 || st.Cancelled == 0 || runs.Load() != 0 {
+					t.Fatalf("worker %+v, %d runs: want the copy dropped, not run", st, runs.Load())
+				}
+				if r.State != producer.StateCancelled {
+					t.Fatalf("record %+v: want it cancelled still", r)
+				}
 			}
 		})
 	}

@@ -8,64 +8,17 @@ import (
 
 	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/record"
-	"github.com/workq/workq/internal/retry"
 )
 
-// processFenced claims, runs and commits one delivery (see the package doc).
+// processFenced claims, runs and settles one delivery (see the package doc and
+// docs/delivery.md).
 func (w *Worker) processFenced(ctx context.Context, j *Job) {
-	v, err := w.claimDelivery(ctx, j)
-	if err != nil {
-		// Without a claim nothing may run; the delivery comes back after a backoff.
-		w.stats.errors.Add(1)
-		j.metrics.failed.Inc()
-		w.log.Warn("claim failed; the job will be redelivered", "job", j.id, "err", err)
-		w.report(j, attempt.Unsettled, err, 0)
-		j.nak(w.cfg.backoff(1))
-		return
-	}
-	switch v {
-	case alreadyDone:
-		w.stats.alreadyDone.Add(1)
-		w.ack(j)
-		return
-	case cancelled:
-		w.dropCancelled(j, "dropped before it ran")
-		return
-	case alreadyDead:
-		j.attempt = j.claim.Attempt
-		w.deadLetter(ctx, j, errors.New(j.claim.LastError), false)
-		return
-	case stale, heldOld:
-		// Another delivery owns the job (or may: a run through a replaced consumer):
-		// leave the job to it, and to the server's AckWait if it is gone.
-		j.lease.stop()
-		w.stats.stale.Add(1)
-		j.metrics.stale.Inc()
-		return
-	case busy:
-		w.stats.busy.Add(1)
-		j.nak(w.cfg.ackWait)
-		return
-	case early:
-		w.stats.early.Add(1)
-		j.nak(j.retryIn)
-		return
-	case unreadable:
-		w.stats.errors.Add(1)
-		j.metrics.failed.Inc()
-		w.log.Error(fmt.Sprintf("job %s: the value at its key is not its record; moving the job to dead letters without running it", j.id),
-			"job", j.id, "sequence", j.md.Sequence.Stream, "delivery", j.md.NumDelivered, "err", j.unreadable)
-		w.deadLetter(ctx, j, fmt.Errorf("job did not run: %w", j.unreadable), true)
-		return
-	case exhausted:
-		w.deadLetter(ctx, j, fmt.Errorf("%w: %d attempts (of %d allowed) did not finish: the worker died, stalled or was cut off while running the job",
-			ErrExhausted, j.attempt, j.maxAttempts), true)
+	if !w.claimed(ctx, j) {
 		return
 	}
 	if j.unique != "" && !w.holdUnique(ctx, j) {
 		return
 	}
-	j.attempt = j.claim.Attempt
 	herr, cause := w.run(ctx, j)
 	w.background(func() {
 		switch {
@@ -81,130 +34,138 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 	})
 }
 
+// claimed claims j and reports whether it may run; a delivery that may not is ended
+// here as its verdict says: acked, terminated, dead-lettered, watched or put back.
+func (w *Worker) claimed(ctx context.Context, j *Job) bool {
+	v, err := w.claimDelivery(ctx, j)
+	if err != nil {
+		// Without a claim nothing may run; the delivery comes back after a backoff.
+		w.stats.errors.Add(1)
+		j.metrics.failed.Inc()
+		w.log.Warn("claim failed; the job will be redelivered", "job", j.id, "err", err)
+		w.report(j, attempt.Unsettled, err, 0)
+		j.nak(w.cfg.backoff(1))
+		return false
+	}
+	switch v {
+	case runIt:
+		return true
+	case alreadyDone:
+		w.stats.alreadyDone.Add(1)
+		w.ack(j)
+	case cancelled:
+		w.dropCancelled(j, "dropped before it ran")
+	case alreadyDead:
+		if j.claim.Sequence != j.md.Sequence.Stream {
+			// Another copy of the enqueue that died: its own message publishes the
+			// dead letter before it is terminated.
+			w.stats.alreadyDone.Add(1)
+			j.term()
+			break
+		}
+		w.deadLetter(ctx, j, errors.New(j.claim.LastError), false)
+	case watched:
+		w.stats.stale.Add(1)
+		j.metrics.stale.Inc()
+		w.watch(j.lease, min(j.retryIn, w.cfg.heartbeat))
+	case busy:
+		w.stats.busy.Add(1)
+		j.nak(j.retryIn)
+	case early:
+		w.stats.early.Add(1)
+		j.nak(j.retryIn)
+	case unreadable:
+		w.stats.errors.Add(1)
+		j.metrics.failed.Inc()
+		w.log.Error(fmt.Sprintf("job %s: the value at its key is not its record; moving the job to dead letters without running it", j.id),
+			"job", j.id, "sequence", j.md.Sequence.Stream, "delivery", j.md.NumDelivered, "err", j.unreadable)
+		w.deadLetter(ctx, j, fmt.Errorf("job did not run: %w", j.unreadable), true)
+	case exhausted:
+		w.deadLetter(ctx, j, fmt.Errorf("%w: %d attempts (of %d allowed) did not finish: the worker died, stalled or was cut off while running the job",
+			ErrExhausted, j.attempt, j.maxAttempts), true)
+	}
+	return false
+}
+
+// watch keeps a delivery whose job another run holds off the handler slots for wait,
+// its lease reporting progress, then hands it to a slot to decide again: the holder
+// may have ended the job, or gone a whole lease without renewing its claim. A worker
+// that stops meanwhile hands it back.
+func (w *Worker) watch(l *lease, wait time.Duration) {
+	w.watching.Add(1)
+	go func() {
+		defer w.watching.Done()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-w.gateCtx.Done():
+			w.handBack(l)
+			return
+		}
+		l.src.puller.held.Add(1) // the slot that takes it finishes it (puller.done)
+		select {
+		case w.rewatch <- l:
+		case <-w.gateCtx.Done():
+			l.src.puller.held.Add(-1)
+			w.handBack(l)
+		}
+	}()
+}
+
 // writeContext bounds the record writes of one outcome: they retry while the server
 // is unreachable, but not past AckWait, after which the job is redelivered anyway.
 func (w *Worker) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ackWait)
 }
 
-// update writes the claim, as change edits a copy of it, by compare-and-set. A claim
-// that was never written is created instead, which fails the same way if a later
-// delivery has claimed the job. It returns record.ErrConflict if the job was claimed
-// by another delivery.
+// update writes the claim, as change edits a copy of it, by compare-and-set on the
+// claim's revision (cas), within a write context. It returns record.ErrConflict if
+// the claim was lost: the job was taken over or cancelled, and the run's handler is
+// cancelled with the cause (lostCause).
 func (w *Worker) update(ctx context.Context, j *Job, change func(next *record.Record)) error {
+	wctx, cancel := w.writeContext(ctx)
+	defer cancel()
+	return w.writeClaim(wctx, j, change)
+}
+
+// writeClaim is update within ctx. A nil change renews the claim: the same record
+// written again, only while it says running (not once the run has settled).
+func (w *Worker) writeClaim(ctx context.Context, j *Job, change func(next *record.Record)) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.lost {
 		return fmt.Errorf("%w: job %s", record.ErrConflict, j.id)
 	}
+	if change == nil && j.claim.State != record.Running {
+		return nil
+	}
 	next := *j.claim
-	change(&next)
-	err := w.put(ctx, j, &next, j.claim.Revision)
+	next.Run = j.run
+	if change != nil {
+		change(&next)
+	}
+	err := w.cas(ctx, &next, j.claim.Revision)
 	switch {
 	case err == nil:
 		j.claim = &next
 	case errors.Is(err, record.ErrConflict):
-		j.loseLocked(ErrStale) // settled by lostClaim, which reads why
+		j.loseLocked(w.lostCause(ctx, j)) // settled by lostClaim
 	}
 	return err
 }
 
-// put writes next over revision prev by compare-and-set; prev 0 creates it (over a
-// finished record of an earlier message with the same id, too). It retries transient
-// errors, each try bounded by a quarter of the write budget, so that a try lost with a
-// failed node leaves time for more once a new leader is elected; and a try that
-// landed with its reply lost is recognised as this run's own write.
-func (w *Worker) put(ctx context.Context, j *Job, next *record.Record, prev uint64) error {
-	wctx, cancel := w.writeContext(ctx)
-	defer cancel()
-	perTry := min(max(w.cfg.ackWait/4, 200*time.Millisecond), 5*time.Second)
-	return retry.DoEach(wctx, perTry, func(c context.Context) error {
-		var err error
-		if prev == 0 {
-			err = w.createOver(c, j, next)
-		} else {
-			err = w.records.Update(c, next, prev)
-		}
-		if errors.Is(err, record.ErrConflict) && prev != 0 {
-			return w.settleConflict(c, j, next, prev, err)
-		}
-		return err
-	})
-}
-
-// settleConflict decides what a refused compare-and-set over revision prev means.
-// The record may have moved on: to this run's own write (an earlier try that landed
-// with its reply lost), which is success, or to another run's, which is the
-// conflict. Or it may not have moved yet: a replicated stream refuses a write while
-// another write of the same key is in flight (error 10164) — most likely this run's
-// earlier try, still being replicated after a change of leader — so it looks again
-// until the record moves, for as long as ctx lets it. A record that never moves
-// returns the conflict, and so does one that moved to a value that is not a record,
-// or was removed. A record that could not be read at all leaves the outcome unknown,
-// which is not a conflict: the read's error is returned (the write may be this run's
-// own).
-func (w *Worker) settleConflict(ctx context.Context, j *Job, next *record.Record, prev uint64, conflict error) error {
-	for read := false; ; read = true {
-		cur, err := w.records.Get(ctx, j.id)
-		switch {
-		case errors.Is(err, record.ErrCorrupt), errors.Is(err, record.ErrNotFound), err != nil && read:
-			return conflict
-		case err != nil:
-			return fmt.Errorf("job %s: after a refused write, the record could not be read: %w", j.id, err)
-		case cur.Revision > prev && sameWrite(cur, next):
-			next.Revision = cur.Revision
-			return nil
-		case cur.Revision > prev:
-			return conflict
-		}
-		select {
-		case <-ctx.Done():
-			return conflict
-		case <-time.After(25 * time.Millisecond):
-		}
+// renew renews a running job's claim, beside a progress report: the same record
+// written again, which moves its revision, so that other workers see the claim alive
+// (a claim whose revision stands unchanged for its lease is taken over). A claim found
+// lost cancels the handler (writeClaim) and ends the progress reports. It gets up to
+// half of what is left of AckWait after a heartbeat, and never less than the interval.
+func (w *Worker) renew(j *Job) {
+	ctx, c := context.WithTimeout(context.Background(), max(w.cfg.heartbeat, (w.cfg.ackWait-w.cfg.heartbeat)/2))
+	defer c()
+	if err := w.writeClaim(ctx, j, nil); errors.Is(err, record.ErrConflict) {
+		j.lease.stop()
 	}
-}
-
-// sameWrite reports whether the stored record cur is the write next: the same run
-// in the same state.
-func sameWrite(cur, next *record.Record) bool {
-	return sameRun(cur, next) && cur.State == next.State
-}
-
-// sameRun reports whether cur was written by the run that writes next: the same
-// message, delivery, attempt, worker and start.
-func sameRun(cur, next *record.Record) bool {
-	return cur.Sequence == next.Sequence && cur.Delivery == next.Delivery && cur.Epoch == next.Epoch && cur.Attempt == next.Attempt &&
-		cur.StartedAt.Equal(next.StartedAt) &&
-		cur.Worker != nil && next.Worker != nil && *cur.Worker == *next.Worker
-}
-
-// createOver creates next as the job's first record, or replaces a finished record
-// left by an earlier message with the same id (enqueued again after the duplicate
-// window, or requeued from dead letters). A record this same run wrote already (a
-// claim that landed though its reply was lost, so the run never learnt its revision)
-// is this run's own: next is that write, or is written over it. A finished record
-// of the same firing (sameFiring) is not replaced: it is the conflict it is.
-func (w *Worker) createOver(ctx context.Context, j *Job, next *record.Record) error {
-	err := w.records.Create(ctx, next)
-	if !errors.Is(err, record.ErrConflict) {
-		return err
-	}
-	old, gerr := w.records.Get(ctx, j.id)
-	switch {
-	case errors.Is(gerr, record.ErrCorrupt), errors.Is(gerr, record.ErrNotFound):
-		return err
-	case gerr != nil:
-		return fmt.Errorf("job %s: after a refused create, the record could not be read: %w", j.id, gerr) // unknown, not a conflict
-	case sameWrite(old, next):
-		next.Revision = old.Revision
-		return nil
-	case sameRun(old, next) && !old.State.Terminal():
-		return w.records.Update(ctx, next, old.Revision)
-	case old.Sequence == next.Sequence || !old.State.Terminal() || w.forgottenDuplicate(j, old) || sameFiring(j, old):
-		return err
-	}
-	return w.records.Update(ctx, next, old.Revision)
 }
 
 // commit writes the job done with its result, fenced on the claim, then acks. A
@@ -307,6 +268,6 @@ func (w *Worker) reassigned(j *Job, why string) {
 	w.stats.reassigned.Add(1)
 	j.metrics.reassigned.Inc()
 	w.log.Warn(fmt.Sprintf("job %s was reassigned", j.id), "job", j.id, "attempt", j.attempt,
-		"token", j.token(), "why", why)
+		"token", j.token, "why", why)
 	w.report(j, attempt.Stale, ErrStale, 0)
 }

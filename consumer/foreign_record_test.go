@@ -332,22 +332,22 @@ func TestForeignValueStatusSaysCorrupt(t *testing.T) {
 	}
 }
 
-// A record of the job that another client wrote claiming it for a delivery far ahead of
-// the server's count (or for a consumer incarnation newer than any), as no live run
-// can: the job does not wait for that delivery for ever. The first delivery finds the
-// claim ahead and leaves it; the next finds the same claim untouched, takes the job
-// over, runs it and commits it.
-func TestForeignClaimAheadIsTakenOver(t *testing.T) {
+// A record of the job that another client wrote claiming it running, which no run
+// renews: the job does not wait for it for ever. A delivery finds the claim and
+// watches it; once the record has stood unchanged for the claim's lease (its
+// lease_ms, or the worker's AckWait for a record without one) on the worker's clock,
+// the worker takes the job over, runs it and commits it as attempt 2.
+func TestForeignClaimNeverRenewedIsTakenOver(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	for _, c := range []struct{ name, claim string }{
-		{"delivery", `{"id":%q,"state":"running","attempt":1,"max_attempts":5,"delivery":1000000,"sequence":%d,"worker":{"name":"intruder"}}`},
-		{"epoch", `{"id":%q,"state":"running","attempt":1,"max_attempts":5,"delivery":1,"epoch":9000000000000000000,"sequence":%d,"worker":{"name":"intruder"}}`},
+		{"lease", `{"id":%q,"state":"running","attempt":1,"max_attempts":5,"run":"intruder-1","lease_ms":1500,"sequence":%d,"worker":{"name":"intruder"}}`},
+		{"no lease", `{"id":%q,"state":"running","attempt":1,"max_attempts":5,"sequence":%d,"worker":{"name":"intruder"}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			q, id := "fa-"+c.name, "job-ahead"
+			q, id := "fa-"+strings.ReplaceAll(c.name, " ", "-"), "job-ahead"
 			p := newProducer(t, js, q)
 			seq := enqueueJob(t, p, id)
 			foreignPut(t, js, q, id, fmt.Appendf(nil, c.claim, id, seq))
@@ -363,10 +363,10 @@ func TestForeignClaimAheadIsTakenOver(t *testing.T) {
 			if r := status(t, p, id); string(r.Result) != "ran" || r.Worker.Name == "" || r.Worker.Name == "intruder" || r.Attempt != 2 {
 				t.Errorf("record %+v: want the job run and committed by the worker as attempt 2", r)
 			}
-			if s := w.Stats(); s.Committed != 1 {
-				t.Errorf("stats %+v: want one commit", s)
+			if s := w.Stats(); s.Committed != 1 || s.Stale == 0 {
+				t.Errorf("stats %+v: want the claim watched, then one commit", s)
 			}
-			lg.waitLine(t, 5*time.Second, "job "+id+": its record claims", "taking the job over", "queue="+q)
+			lg.waitLine(t, 5*time.Second, "job "+id+": the claim of run", "taking the job over", "queue="+q)
 		})
 	}
 }

@@ -53,12 +53,12 @@ func TestConsumerResetNeitherStallsNorRerunsJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, epoch := takeDelivery(t, js, q)
+	msg, enqueue := takeDelivery(t, js, q)
 	if string(msg.Data()) != "c" {
 		t.Fatalf("took %q, want the committed job", msg.Data())
 	}
 	writeRecord(t, js, q, "committed", map[string]any{
-		"id": "committed", "queue": q, "state": "done", "attempt": 1, "delivery": 1, "epoch": epoch,
+		"id": "committed", "queue": q, "state": "done", "attempt": 1, "enqueue": enqueue, "run": "gone-1",
 		"sequence": info.Sequence, "worker": map[string]any{"name": "gone", "host": "h", "pid": 1},
 	})
 	for _, id := range []string{"retrying", "running-1", "running-2", "buffered-1", "buffered-2"} {

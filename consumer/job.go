@@ -28,8 +28,12 @@ type Job struct {
 	attempt     int
 	result      []byte
 	fenced      bool
-	retryIn     time.Duration // verdict early: how long until the job's retry time
+	enqueue     string        // the enqueue the message belongs to (Workq-Enqueue; "" for a client that sets none)
+	run         string        // fenced: this delivery's run id, named by its claim
+	token       uint64        // fenced: the revision of this run's claim, its fencing token; 0 before it is written
+	retryIn     time.Duration // verdicts watched, early, busy: how long to wait
 	unreadable  error         // verdict unreadable: why the value at the job's key is not its record
+	unrun       bool          // claimed only to be dead-lettered unrun: its claim's attempt is not counted
 	scheduledAt time.Time     // a delayed job's due time, or the time a periodic firing stands for
 	schedule    string        // the periodic schedule that fired the job
 	metrics     *kindMetrics  // the series of this job's queue and kind
@@ -38,17 +42,17 @@ type Job struct {
 	uniqueRev   uint64        // the revision of the key this run holds; 0 if none (unique.go)
 
 	mu      sync.Mutex
-	claim   *record.Record          // fenced: this run's claim; Revision 0 until written
+	claim   *record.Record          // fenced: this run's claim as last written (renewals move its revision)
 	lost    bool                    // a write over the claim found it taken by another delivery
 	lostErr error                   // why: ErrStale, or ErrCancelled when the job was cancelled
-	twin    bool                    // a delivery of a message this worker finished lately (see twins.go)
 	cancel  context.CancelCauseFunc // ends the handler's context; nil before it runs
 }
 
 func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 	msg := l.msg
 	h := msg.Headers()
-	j := &Job{w: w, msg: msg, lease: l, md: md, kind: h.Get(queue.HeaderKind), maxAttempts: w.cfg.maxAttempts, fenced: !w.cfg.unfenced}
+	j := &Job{w: w, msg: msg, lease: l, md: md, kind: h.Get(queue.HeaderKind), enqueue: h.Get(queue.HeaderEnqueue),
+		maxAttempts: w.cfg.maxAttempts, fenced: !w.cfg.unfenced}
 	if name, at, ok := w.names.Firing(h); ok {
 		j.id, j.schedule, j.scheduledAt = schedule.FiringID(name, at), name, at
 	} else {
@@ -68,7 +72,7 @@ func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 			j.maxAttempts = n
 		}
 	}
-	j.attempt = int(md.NumDelivered) // fenced claims replace it with the record's count
+	j.attempt = int(md.NumDelivered) // unfenced; a fenced claim sets the record's count
 	return j
 }
 
@@ -88,10 +92,10 @@ func (j *Job) Payload() []byte { return j.msg.Data() }
 // Header is the job message's headers.
 func (j *Job) Header() nats.Header { return j.msg.Headers() }
 
-// Attempt is this run's number, 1 for the first. Fenced workers count in the job
-// record every delivery that may have run — also one whose worker died before it
-// wrote anything (the delivery count is the floor) — but not deliveries handed back
-// unstarted by a stopping worker; unfenced workers count JetStream deliveries.
+// Attempt is this run's number, 1 for the first. Fenced workers count claims in the
+// job record: every run is a claim, written before its handler starts, so a run
+// whose worker died still counts; a run cut short by a stopping worker is handed back
+// and does not. Unfenced workers count JetStream deliveries.
 func (j *Job) Attempt() int { return j.attempt }
 
 // MaxAttempts is the attempt limit that applies to this job.
@@ -114,63 +118,24 @@ func (j *Job) EnqueuedAt() time.Time { return j.md.Timestamp }
 
 // FencingToken is the revision of this run's claim on the job record: it grows with
 // every claim of the job, so a resource that remembers the highest token it has seen
-// can refuse writes from a superseded run. A first attempt's claim is written lazily
-// (see ClaimDelay); the first call writes it if it is not yet, and so may wait on
-// the server (bounded by ctx and AckWait).
+// can refuse writes from a superseded run. The claim is written before the handler
+// starts, so the token is known at once; ctx is unused and kept for callers that
+// pass one. The run's renewals (at each heartbeat) move the record's revision past
+// the token, and a later claim's token is past them all.
 //
-// It never returns a token without an error that is not a real claim: ErrStale when
-// another delivery has claimed the job (the run's context then ends with ErrStale
-// too), ErrUnfenced on an unfenced worker, or the server's error when the claim could
-// not be written.
+// It never returns a token that is not a real claim: ErrStale when another delivery
+// has claimed the job since (the run's context then ends with ErrStale too), and
+// ErrUnfenced on an unfenced worker.
 func (j *Job) FencingToken(ctx context.Context) (uint64, error) {
 	if !j.fenced {
 		return 0, fmt.Errorf("job %s: %w", j.id, ErrUnfenced)
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(ctx, j.w.cfg.ackWait)
-	defer cancel()
-	rev, err := j.ensureClaimed(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("job %s: fencing token: %w", j.id, err)
-	}
-	return rev, nil
-}
-
-// token is the claim's revision as it stands, without writing anything.
-func (j *Job) token() uint64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.claim == nil {
-		return 0
-	}
-	return j.claim.Revision
-}
-
-// ensureClaimed writes the claim if it is not written yet and returns its revision.
-// If another delivery got there first the job is lost: ErrStale, and the handler's
-// context is cancelled.
-func (j *Job) ensureClaimed(ctx context.Context) (uint64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.lost {
-		return 0, j.lostErr
+		return 0, fmt.Errorf("job %s: fencing token: %w", j.id, j.lostErr)
 	}
-	if j.claim.Revision != 0 {
-		return j.claim.Revision, nil
-	}
-	c := *j.claim
-	err := j.w.createOver(ctx, j, &c) // over a finished record of an earlier message with this id, too
-	if errors.Is(err, record.ErrConflict) {
-		j.loseLocked(j.w.lostCause(ctx, j))
-		return 0, j.lostErr
-	}
-	if err != nil {
-		return 0, err
-	}
-	j.claim = &c
-	return c.Revision, nil
+	return j.token, nil
 }
 
 // loseLocked marks the job lost and cancels its handler with cause (ErrStale, or
@@ -203,15 +168,18 @@ func (j *Job) term() {
 func (j *Job) SetResult(b []byte) { j.result = b }
 
 // Fence checks with the server that this run still owns the job: nil if so, ErrStale
-// if another delivery has claimed it since. Call it before an irreversible step.
-// Unfenced workers always get nil.
+// if another delivery has claimed it since (ErrCancelled, which matches ErrStale, if
+// it was cancelled). Call it before an irreversible step. The record proves it: only
+// this run writes records naming it. Unfenced workers always get nil.
 func (j *Job) Fence(ctx context.Context) error {
 	if !j.fenced {
 		return nil
 	}
-	token, err := j.ensureClaimed(ctx)
-	if err != nil {
-		return fmt.Errorf("job %s: fence: %w", j.id, err)
+	j.mu.Lock()
+	lost, lostErr := j.lost, j.lostErr
+	j.mu.Unlock()
+	if lost {
+		return fmt.Errorf("job %s: fence: %w", j.id, lostErr)
 	}
 	rec, err := j.w.records.Get(ctx, j.id)
 	if errors.Is(err, record.ErrNotFound) {
@@ -225,13 +193,13 @@ func (j *Job) Fence(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("job %s: fence: %w", j.id, err)
 	}
-	if rec.Revision != token && isCancelled(j, rec) {
+	switch {
+	case rec.Run == j.run && rec.State == record.Running:
+		return nil
+	case isCancelled(j, rec):
 		return cancelledError(j)
 	}
-	if rec.Revision != token {
-		return fmt.Errorf("job %s: claimed again by %s (attempt %d): %w", j.id, workerName(rec), rec.Attempt, ErrStale)
-	}
-	return nil
+	return fmt.Errorf("job %s: claimed again by %s (attempt %d): %w", j.id, workerName(rec), rec.Attempt, ErrStale)
 }
 
 func workerName(r *record.Record) string {

@@ -12,33 +12,28 @@ import (
 
 // lease keeps one delivery alive from its arrival in the pull buffer to its end: a
 // progress report (InProgress) every heartbeat interval, with no gap between waiting
-// in the buffer and running, and, while a fenced run goes, a check of its claim beside
-// each report (off the timer, so a slow read never delays the report).
-//
-// It also knows what the worker can prove about the delivery without asking the
-// server: the pull that brought it was sent at anchor, so the server delivered it
-// later and cannot redeliver it before anchor + AckWait; and inc is the consumer
-// incarnation that was current when the pull was sent.
+// in the buffer and running, and, while a run goes, a check beside each report (off
+// the timer, so a slow write never delays the report): a fenced run's renewal of its
+// claim, an unfenced run's look for a cancel. inc is the consumer incarnation that was
+// current when the pull that brought it was sent.
 type lease struct {
-	w      *Worker
-	msg    jetstream.Msg
-	anchor time.Time
-	src    *source // the priority level's consumer it came through
-	inc    queue.Incarnation
+	w   *Worker
+	msg jetstream.Msg
+	src *source // the priority level's consumer it came through
+	inc queue.Incarnation
 
 	mu    sync.Mutex
 	t     *time.Timer
-	check func() // the claim check of a running fenced job; nil otherwise
+	check func() // the check of a running job; nil otherwise
 
-	checking atomic.Bool // a claim check is under way
+	checking atomic.Bool // a check is under way
 	stopped  atomic.Bool // stop was called (set under mu, readable without it)
-	seq      uint64      // the stream sequence it holds in the worker's held set; 0 before
 }
 
-// newLease starts the progress reports of msg, which a pull through src sent at
-// anchor brought while inc was src's consumer's incarnation.
-func (w *Worker) newLease(msg jetstream.Msg, anchor time.Time, src *source, inc queue.Incarnation) *lease {
-	l := &lease{w: w, msg: msg, anchor: anchor, src: src, inc: inc}
+// newLease starts the progress reports of msg, which a pull through src brought
+// while inc was src's consumer's incarnation.
+func (w *Worker) newLease(msg jetstream.Msg, src *source, inc queue.Incarnation) *lease {
+	l := &lease{w: w, msg: msg, src: src, inc: inc}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.t = time.AfterFunc(w.cfg.heartbeat, l.beat)
@@ -66,16 +61,7 @@ func (l *lease) beat() {
 	l.t.Reset(l.w.cfg.heartbeat)
 }
 
-// current reports whether the delivery is provably still this worker's: the server
-// cannot have handed it to another worker yet, because AckWait has not passed since
-// the pull that brought it was sent (less a heartbeat interval of margin for the
-// decision to take effect). A delivery that is not provably current reads the job
-// record before it runs.
-func (l *lease) current() bool {
-	return time.Since(l.anchor) < l.w.cfg.ackWait-l.w.cfg.heartbeat
-}
-
-// watch sets the claim check run beside each progress report; nil stops checking.
+// watch sets the check run beside each progress report; nil stops checking.
 func (l *lease) watch(check func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -90,7 +76,4 @@ func (l *lease) stop() {
 	l.check = nil
 	l.t.Stop()
 	l.mu.Unlock()
-	if l.seq != 0 {
-		l.w.held.release(l)
-	}
 }

@@ -91,7 +91,7 @@ func TestMaxResultSizeFitsARecord(t *testing.T) {
 		at := time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(11*3600+59*60)))
 		r := record.Record{
 			ID: strings.Repeat("i", queue.MaxIDLen), Queue: strings.Repeat("q", 64), Kind: strings.Repeat("k", recordKindRoom),
-			State: record.Retrying, Attempt: math.MinInt64, MaxAttempts: math.MinInt64, Delivery: math.MaxUint64, Sequence: math.MaxUint64,
+			State: record.Retrying, Attempt: math.MinInt64, MaxAttempts: math.MinInt64, LeaseMS: math.MinInt64, Sequence: math.MaxUint64, Enqueue: strings.Repeat("e", queue.MaxEnqueueLen), Run: strings.Repeat("r", 40),
 			Worker:     &record.Worker{Name: strings.Repeat("n", recordWorkerRoom/2), Host: strings.Repeat("h", recordWorkerRoom/2), PID: math.MinInt64},
 			EnqueuedAt: at, StartedAt: at, FinishedAt: at, RetryAt: at,
 			LastError: recordError(strings.Repeat("<", 1<<20)),

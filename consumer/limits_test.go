@@ -38,7 +38,8 @@ func TestJobAtProducerLimitIsDeadLettered(t *testing.T) {
 
 	ctx := testenv.Context(t, 10*time.Second)
 	id := "big-1"
-	limit := js.Conn().MaxPayload() - producer.DeadLetterReserve - int64(len("NATS/1.0\r\n\r\n")+len("Nats-Msg-Id: "+id+"\r\n"))
+	enqueueLine := len("Workq-Enqueue: ") + 26 + len("\r\n") // the producer's enqueue id
+	limit := js.Conn().MaxPayload() - producer.DeadLetterReserve - int64(len("NATS/1.0\r\n\r\n")+len("Nats-Msg-Id: "+id+"\r\n")+enqueueLine)
 	if _, err := p.Enqueue(ctx, make([]byte, limit+1), producer.ID("big-2")); !errors.Is(err, producer.ErrPayloadTooLarge) {
 		t.Fatalf("enqueue one byte over the producer's limit: %v, want ErrPayloadTooLarge", err)
 	}

@@ -54,7 +54,7 @@ func TestReplicatedRecordsAreReadFromTheLeader(t *testing.T) {
 	p := newProducer(t, js, q, producer.Replicas(3))
 	w := newWorker(t, conn(), q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		return j.Fence(ctx)
-	}), consumer.ClaimDelay(0))
+	}))
 	runWorker(t, w)
 	enqueueN(t, p, 3, "j")
 	for _, id := range []string{"j-0", "j-1", "j-2"} {
@@ -71,9 +71,10 @@ func TestReplicatedRecordsAreReadFromTheLeader(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, "ReplicaReads to use a direct get", func() bool { return direct.Load() > 0 })
 }
 
-// A fenced run never gets a fencing token of 0: when its claim cannot be written (the
-// server is out of reach) FencingToken says so with an error.
-func TestFencingTokenFailsWithoutClaim(t *testing.T) {
+// A fenced run's fencing token is its claim's revision, written before the handler
+// starts: FencingToken needs no server (here it is out of reach), is never 0, and the
+// job's later records are past it.
+func TestFencingTokenIsTheClaim(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
@@ -87,23 +88,28 @@ func TestFencingTokenFailsWithoutClaim(t *testing.T) {
 	got := make(chan result, 1)
 	w := newWorker(t, jsW, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		px.Pause()
-		defer px.Resume()
 		tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		defer cancel()
 		token, err := j.FencingToken(tctx)
+		cancel()
+		px.Resume()
 		got <- result{token, err}
 		return err
-	}), consumer.ClaimDelay(time.Hour))
+	}))
 	runWorker(t, w)
-	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("x")); err != nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("x"), producer.ID("t1")); err != nil {
 		t.Fatal(err)
 	}
+	var r result
 	select {
-	case r := <-got:
-		if r.err == nil || r.token != 0 {
-			t.Fatalf("FencingToken with the server out of reach = %d, %v; want 0 and an error", r.token, r.err)
+	case r = <-got:
+		if r.err != nil || r.token == 0 {
+			t.Fatalf("FencingToken with the server out of reach = %d, %v; want the claim's revision", r.token, r.err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("handler never ran")
+	}
+	testenv.Eventually(t, 20*time.Second, "the job to commit", func() bool { return status(t, p, "t1").State == producer.StateDone })
+	if rec := status(t, p, "t1"); rec.Revision <= r.token {
+		t.Fatalf("done record at revision %d, not past the token %d", rec.Revision, r.token)
 	}
 }

@@ -30,9 +30,6 @@ const (
 	// DefaultDrainTimeout is how long running jobs may finish once Run's context
 	// ends (DrainTimeout).
 	DefaultDrainTimeout = 30 * time.Second
-	// DefaultClaimDelay is how long a first attempt runs before its claim is
-	// written (ClaimDelay).
-	DefaultClaimDelay = 10 * time.Millisecond
 	// DefaultMaxAckPending is the least MaxAckPending a worker creating the queue's
 	// consumer sets unless told (MaxAckPending); more when its concurrency and pull
 	// buffer need it.
@@ -55,7 +52,6 @@ type config struct {
 	logger        *slog.Logger
 	unfenced      bool
 	maxAckPending int
-	claimDelay    time.Duration
 	prefetch      int
 	middleware    []Middleware
 	queue         queue.Config
@@ -71,7 +67,6 @@ func defaults() config {
 		maxAttempts:  DefaultMaxAttempts,
 		backoff:      Exponential(DefaultBackoffBase, DefaultBackoffLimit),
 		drainTimeout: DefaultDrainTimeout,
-		claimDelay:   DefaultClaimDelay,
 		prefetch:     -1,
 		name:         host + "-" + strconv.Itoa(os.Getpid()),
 		logger:       slog.Default(),
@@ -208,28 +203,6 @@ func Exponential(base, limit time.Duration) BackoffFunc {
 func Constant(d time.Duration) BackoffFunc {
 	d = max(d, 0)
 	return func(int) time.Duration { return d }
-}
-
-// ClaimDelay is how long the first attempt of a job runs before its claim is written
-// to the job record. A job that finishes sooner writes its record once, at commit —
-// as a create that fails if any later delivery has claimed the job, so fencing holds
-// — which halves the writes per job. Until then Status reports the job queued, and
-// the first call to Job.FencingToken or Job.Fence writes the claim at once.
-// Redeliveries always claim before they run. 0 claims every attempt before it runs.
-// Default DefaultClaimDelay (10ms): most short jobs finish within it and write once.
-//
-// A job cancelled after the worker received it but before its claim (it waited in
-// the worker's buffer) may therefore start: its claim, written within ClaimDelay or
-// at commit, finds the cancel, the handler's context ends with ErrCancelled and
-// nothing is committed. With ClaimDelay 0 such a job never starts.
-func ClaimDelay(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return option.Invalid("ClaimDelay", d, "0 or more")
-		}
-		c.claimDelay = d
-		return nil
-	}
 }
 
 // Timeout bounds one run of a handler: its context ends then, with a cause naming the

@@ -23,7 +23,6 @@ func TestFirstDeliveriesRunInEnqueueOrder(t *testing.T) {
 		opts []consumer.Option
 	}{
 		{"fenced", nil},
-		{"fenced, claim before run", []consumer.Option{consumer.ClaimDelay(0)}},
 		{"unfenced", []consumer.Option{consumer.Unfenced()}},
 		{"prefetch 50", []consumer.Option{consumer.Prefetch(50)}},
 	} {

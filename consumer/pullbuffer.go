@@ -307,9 +307,9 @@ func (p *puller) report(err error) {
 }
 
 // pull sends one Fetch for n deliveries and moves what arrives into the buffer, each
-// with a lease anchored at the time the pull was sent.
+// with its lease.
 func (p *puller) pull(n int, expiry, idle time.Duration) error {
-	anchor, inc := time.Now(), p.src.incarnation()
+	inc := p.src.incarnation()
 	batch, err := p.src.consumer.Fetch(n, jetstream.FetchMaxWait(expiry), jetstream.FetchHeartbeat(idle))
 	if err != nil {
 		return err
@@ -327,7 +327,7 @@ func (p *puller) pull(n int, expiry, idle time.Duration) error {
 			if p.w.cfg.prefetch < 0 {
 				average(&p.jobSize, int64(len(msg.Data())))
 			}
-			l := p.w.newLease(msg, anchor, p.src, inc)
+			l := p.w.newLease(msg, p.src, inc)
 			if p.stopping.Load() {
 				p.handBack(l) // stopping: never started
 				continue

@@ -32,10 +32,10 @@ func TestEarlyRedeliveryWaitsForRetryTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A worker takes the job, runs it, fails, records the retry time and dies.
-	_, epoch := takeDelivery(t, js, q)
+	_, enqueue := takeDelivery(t, js, q)
 	retryAt := time.Now().Add(3 * time.Second)
 	writeRecord(t, js, q, "job", map[string]any{
-		"id": "job", "queue": q, "state": "retrying", "attempt": 1, "delivery": 1, "epoch": epoch,
+		"id": "job", "queue": q, "state": "retrying", "attempt": 1, "enqueue": enqueue, "run": "gone-1",
 		"sequence": info.Sequence, "last_error": "boom", "retry_at": retryAt,
 		"worker": map[string]any{"name": "gone", "host": "h", "pid": 1},
 	})

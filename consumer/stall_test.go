@@ -94,8 +94,8 @@ func TestStalledWorkerCommitIsRefused(t *testing.T) {
 	if tokenB <= tokenA {
 		t.Fatalf("B's fencing token %d is not above A's %d", tokenB, tokenA)
 	}
-	if r := status(t, p, "job-1"); r.State != producer.StateRunning || r.Worker.Name != "B" || r.Attempt != 2 || r.Delivery != 2 {
-		t.Fatalf("record while B runs (want attempt 2 on delivery 2): %+v", r)
+	if r := status(t, p, "job-1"); r.State != producer.StateRunning || r.Worker.Name != "B" || r.Attempt != 2 || r.Run == "" {
+		t.Fatalf("record while B runs (want attempt 2, B's run): %+v", r)
 	}
 
 	// A comes back and finishes while B still runs.
@@ -254,8 +254,8 @@ func TestCommittedButUnackedJobIsNotRunAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := producer.Record{ID: "u1", Queue: q, State: producer.StateDone, Attempt: 1, Delivery: md.NumDelivered,
-		Sequence: md.Sequence.Stream, Result: []byte("first"), FinishedAt: time.Now()}
+	rec := producer.Record{ID: "u1", Queue: q, State: producer.StateDone, Attempt: 1, Enqueue: msg.Headers().Get("Workq-Enqueue"),
+		Run: "crashed-run", Sequence: md.Sequence.Stream, Result: []byte("first"), FinishedAt: time.Now()}
 	b, _ := json.Marshal(rec)
 	if _, err := kv.Create(ctx, "u1", b); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,8 @@ type Stats struct {
 	Retried     uint64 // runs that failed and were scheduled again
 	Dead        uint64 // jobs moved to dead letters
 	Reassigned  uint64 // commits or outcomes refused: another delivery owned the job
-	AlreadyDone uint64 // redeliveries of committed jobs, acked without running
-	Stale       uint64 // deliveries skipped because a newer one had claimed the job
+	AlreadyDone uint64 // copies of jobs that ended (committed, or dead with their dead letter out), ended without running
+	Stale       uint64 // deliveries that found another run holding the job: watched off the slots until it ends or its lease runs out
 	Cancelled   uint64 // deliveries of cancelled jobs: runs stopped, and deliveries dropped without running
 	Busy        uint64 // deliveries put back because another message with the same id was live
 	Early       uint64 // deliveries put back because their job's retry time had not come
@@ -19,7 +19,6 @@ type Stats struct {
 	Heartbeats  uint64 // progress reports sent
 	Redelivered uint64 // deliveries with a delivery count above 1
 	Errors      uint64 // server errors that kept an outcome from being written (the job is redelivered)
-	Twins       uint64 // deliveries of a job this worker still held (a restarted server forgot the first): left to the first
 	// UniqueDropped counts unique jobs cancelled unrun because another job held their
 	// key: their enqueue had been taken over as an orphan before they were stored.
 	UniqueDropped uint64
@@ -33,7 +32,7 @@ type Stats struct {
 
 type counters struct {
 	started, committed, retried, dead, reassigned, alreadyDone, stale, busy, early, dropped,
-	handedBack, heartbeats, redelivered, errors, twins, cancelled, uniqueDropped atomic.Uint64
+	handedBack, heartbeats, redelivered, errors, cancelled, uniqueDropped atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -41,7 +40,7 @@ func (c *counters) snapshot() Stats {
 		Started: c.started.Load(), Committed: c.committed.Load(), Retried: c.retried.Load(),
 		Dead: c.dead.Load(), Reassigned: c.reassigned.Load(), AlreadyDone: c.alreadyDone.Load(),
 		Stale: c.stale.Load(), Busy: c.busy.Load(), Early: c.early.Load(), Dropped: c.dropped.Load(), HandedBack: c.handedBack.Load(),
-		Heartbeats: c.heartbeats.Load(), Redelivered: c.redelivered.Load(), Errors: c.errors.Load(), Twins: c.twins.Load(),
+		Heartbeats: c.heartbeats.Load(), Redelivered: c.redelivered.Load(), Errors: c.errors.Load(),
 		Cancelled: c.cancelled.Load(), UniqueDropped: c.uniqueDropped.Load(),
 	}
 }

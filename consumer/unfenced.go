@@ -63,8 +63,8 @@ func (w *Worker) putRecord(ctx context.Context, j *Job, s record.State, herr err
 	now := time.Now()
 	r := &record.Record{
 		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: s, Attempt: j.attempt,
-		MaxAttempts: j.maxAttempts, Delivery: j.md.NumDelivered, Sequence: j.md.Sequence.Stream,
-		Epoch: j.lease.inc.Epoch, Worker: &w.identity, EnqueuedAt: j.md.Timestamp,
+		MaxAttempts: j.maxAttempts, Enqueue: j.enqueue, Sequence: j.md.Sequence.Stream,
+		Worker: &w.identity, EnqueuedAt: j.md.Timestamp,
 	}
 	if herr != nil {
 		r.LastError = recordError(herr.Error())

@@ -68,8 +68,10 @@ type Worker struct {
 	limits    queueLimits       // the queue's limits (queue_limits.go)
 	gateCtx   context.Context   // ends when Run stops pulling: waiting for a limit stops then
 	uniques   queue.LazyUniques // the unique bucket, opened by the first unique job (unique.go)
-	held      held              // deliveries held, by stream sequence (see twins.go)
-	ahead     aheadClaims       // claims found ahead of a delivery (ahead.go)
+	runIDs    *runIDs           // makes the ids of this worker's runs (claim.go)
+	sightings sightings         // revisions of records other runs hold, as first seen (claim.go)
+	rewatch   chan *lease       // watched deliveries going back to a slot (fenced.go)
+	watching  sync.WaitGroup    // watched deliveries off the slots
 	finishing chan struct{}     // bounds background outcome writes
 	finishers sync.WaitGroup    // background outcome writes in progress
 }
@@ -129,7 +131,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	records.Group = groupcommit.For(js, cfg.groupCommit, objs.Stream.CachedInfo().Config.Replicas, objs.AtomicRecords)
 	w := &Worker{
 		js: js, names: names, objects: objs, records: records,
-		handler: Chain(h, cfg.middleware...), cfg: cfg, metrics: m,
+		handler: Chain(h, cfg.middleware...), cfg: cfg, metrics: m, runIDs: newRunIDs(), rewatch: make(chan *lease),
 		log: cfg.logger.With("queue", queueName, "worker", cfg.name),
 	}
 	host, _ := os.Hostname()
@@ -227,6 +229,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	stop := time.AfterFunc(w.cfg.drainTimeout, func() { cancelHandlers(errDrained) })
 	defer stop.Stop()
 	slots.Wait()
+	w.watching.Wait()
 	w.finishers.Wait()
 	// Acks and naks are sent without waiting for replies: make sure the last ones
 	// have reached the server before the caller closes the connection.
@@ -247,16 +250,10 @@ func (w *Worker) background(fn func()) {
 	}()
 }
 
-// handBack gives back a delivery that never started, for prompt redelivery. Fenced,
-// it first writes the hand-back into the job record, so that it does not count as an
-// attempt.
+// handBack gives back a delivery that never started, for prompt redelivery. It
+// wrote nothing: a claim is written only by a delivery that runs.
 func (w *Worker) handBack(l *lease) {
 	l.stop()
-	if !w.cfg.unfenced {
-		if md, err := l.msg.Metadata(); err == nil {
-			w.accountHandBack(w.newJob(l, md))
-		}
-	}
 	if err := l.msg.Nak(); err != nil {
 		w.log.Debug("hand back", "err", err)
 	}
@@ -272,24 +269,20 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 		_ = l.msg.Term()
 		return
 	}
-	h := w.held.hold(md.Sequence.Stream, l)
-	if h == twinOfLive {
-		// A twin of a delivery this worker still holds: leave the job to that one.
-		l.stop()
-		w.stats.twins.Add(1)
-		w.log.Debug("delivery of a job this worker still holds; left to the first (the server forgot the first delivery)",
-			"subject", l.msg.Subject(), "sequence", md.Sequence.Stream)
-		return
-	}
 	if md.NumDelivered > 1 {
 		w.stats.redelivered.Add(1)
 		w.metrics.redeliveries.Inc()
 	}
 	j := w.newJob(l, md)
-	j.twin = h == twinOfRecent
 	if n := len(l.msg.Headers().Get(queue.HeaderKind)); n > queue.MaxKindLen {
 		// Any client may set the kind; one this long could not be kept in the record.
 		w.reject(ctx, j, fmt.Errorf("%w: kind of %d bytes, longer than %d", ErrMalformed, n, queue.MaxKindLen))
+		return
+	}
+	if n := len(j.enqueue); n > queue.MaxEnqueueLen {
+		// Any client may set it too.
+		j.enqueue = j.enqueue[:queue.MaxEnqueueLen]
+		w.reject(ctx, j, fmt.Errorf("%w: %s of %d bytes, longer than %d", ErrMalformed, queue.HeaderEnqueue, n, queue.MaxEnqueueLen))
 		return
 	}
 	if j.unique != "" {
@@ -326,14 +319,19 @@ func (w *Worker) reject(ctx context.Context, j *Job, reason error) {
 		w.deadLetter(ctx, j, reason, false)
 		return
 	}
-	j.claim = w.fresh(j, 0)
+	// Claimed first, as a run would be, so that a copy of an enqueue that ended ends
+	// as it would, and the dead record is written over the record the claim read.
+	if !w.claimed(ctx, j) {
+		return
+	}
+	j.unrun, j.attempt = true, max(0, j.attempt-1)
 	w.deadLetter(ctx, j, reason, true)
 }
 
 // run calls the handler, its delivery kept alive by its lease, and returns its error
-// and the cause of its context's end, if it ended. A fenced run's lease checks the
-// claim beside each progress report: a claim taken by another delivery cancels the
-// handler with ErrStale, a cancel of the job with ErrCancelled. An unfenced run's
+// and the cause of its context's end, if it ended. A fenced run's lease renews the
+// claim beside each progress report: a claim taken over by another delivery cancels
+// the handler with ErrStale, a cancel of the job with ErrCancelled. An unfenced run's
 // lease checks for a cancel only.
 func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 	hctx, cancel := context.WithCancelCause(ctx)
@@ -347,21 +345,11 @@ func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 	j.cancel = cancel
 	j.mu.Unlock()
 	if j.fenced {
-		j.lease.watch(func() { w.checkClaim(j, cancel) })
+		j.lease.watch(func() { w.renew(j) })
 	} else {
 		j.lease.watch(func() { w.checkCancelled(j, cancel) })
 	}
 	defer j.lease.watch(nil)
-	var claimTimer *time.Timer
-	if j.fenced && j.token() == 0 {
-		// A first attempt that outlives ClaimDelay writes its claim, so Status shows it
-		// running and a redelivery knows to fence it out.
-		claimTimer = time.AfterFunc(w.cfg.claimDelay, func() {
-			cctx, c := context.WithTimeout(context.Background(), w.cfg.ackWait)
-			defer c()
-			_, _ = j.ensureClaimed(cctx)
-		})
-	}
 	w.stats.started.Add(1)
 	start := time.Now()
 	if j.md.NumDelivered == 1 {
@@ -371,25 +359,8 @@ func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 	err = safeCall(hctx, w.handler, j)
 	j.metrics.duration.Observe(time.Since(start).Seconds())
 	w.metrics.inFlight.Dec()
-	if claimTimer != nil {
-		claimTimer.Stop()
-	}
 	if hctx.Err() != nil {
 		cause = context.Cause(hctx)
 	}
 	return err, cause
-}
-
-// checkClaim is a running fenced job's claim check: if another delivery has claimed
-// the job, or the job was cancelled, the handler is cancelled with ErrStale (or
-// ErrCancelled, which matches ErrStale too) and the delivery's progress reports stop. The check may take longer than a short heartbeat interval (a slow server, a
-// claim being written): it gets up to half of what is left of AckWait after a
-// heartbeat, and never less than the interval.
-func (w *Worker) checkClaim(j *Job, cancel context.CancelCauseFunc) {
-	ctx, c := context.WithTimeout(context.Background(), max(w.cfg.heartbeat, (w.cfg.ackWait-w.cfg.heartbeat)/2))
-	defer c()
-	if err := j.Fence(ctx); errors.Is(err, ErrStale) {
-		j.lease.stop()
-		cancel(err)
-	}
 }

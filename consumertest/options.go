@@ -35,10 +35,11 @@ func Header(key, value string) Option {
 	return func(c *config) { c.header = append(c.header, [2]string{key, value}) }
 }
 
-// Attempt runs the job as attempt n (Job.Attempt), as if n-1 earlier deliveries had
-// run and left nothing behind (their workers died): the queue's workers' consumer
-// delivers the job n-1 times and Work puts it back each time, so the worker counts
-// the attempt from the delivery count, as it would in production. Default 1. Keep n
+// Attempt runs the job as attempt n (Job.Attempt), as if n-1 earlier attempts had run
+// and the last had failed: the job's record says so, with its retry due, and the
+// queue's workers' consumer delivers the job n-1 times first (an unfenced worker
+// counts deliveries), so the worker counts the attempt as it would in production.
+// Default 1. Keep n
 // within the attempt limit (MaxAttempts): the attempt that reaches it is the last,
 // and a failure then is dead; past it the worker dead-letters the job without
 // running it, and Work fails the test.

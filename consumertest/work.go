@@ -16,6 +16,7 @@ import (
 	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
 )
@@ -133,7 +134,7 @@ func Work(t testing.TB, h consumer.Handler, payload []byte, opts ...Option) *Res
 	if err != nil {
 		t.Fatalf("consumertest: %v", err)
 	}
-	if err := deliverEarlier(ctx, js, cfg.attempt-1); err != nil {
+	if err := deliverEarlier(ctx, js, info, cfg.attempt-1); err != nil {
 		t.Fatalf("consumertest: Attempt(%d): %v", cfg.attempt, err)
 	}
 
@@ -251,9 +252,11 @@ func once(h consumer.Handler, ran *atomic.Bool) consumer.Handler {
 	})
 }
 
-// deliverEarlier has the queue's workers' consumer deliver the job n times and puts
-// it back each time without a trace, as n workers that died holding it would.
-func deliverEarlier(ctx context.Context, js jetstream.JetStream, n int) error {
+// deliverEarlier makes the job's n earlier attempts: the queue's workers' consumer
+// delivers the job n times and each is put back, and the job's record says n
+// attempts ran and the last failed, with its retry due now — what a fenced worker
+// counts attempts from (an unfenced one counts the deliveries).
+func deliverEarlier(ctx context.Context, js jetstream.JetStream, info producer.JobInfo, n int) error {
 	if n == 0 {
 		return nil
 	}
@@ -265,6 +268,7 @@ func deliverEarlier(ctx context.Context, js jetstream.JetStream, n int) error {
 	if err != nil {
 		return err
 	}
+	var enqueue string
 	for i := range n {
 		batch, err := c.Fetch(1, jetstream.FetchContext(ctx))
 		if err != nil {
@@ -277,8 +281,23 @@ func deliverEarlier(ctx context.Context, js jetstream.JetStream, n int) error {
 		if err := msg.Nak(); err != nil {
 			return err
 		}
+		enqueue = msg.Headers().Get(queue.HeaderEnqueue)
 	}
-	return nil
+	kv, err := js.KeyValue(ctx, names.Bucket)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	rec := record.Record{
+		ID: info.ID, Queue: Queue, State: record.Retrying, Attempt: n, Enqueue: enqueue, Run: "consumertest-earlier",
+		Sequence: info.Sequence, StartedAt: now, RetryAt: now, LastError: "an earlier attempt (consumertest.Attempt)",
+	}
+	b, err := rec.AppendJSON(nil)
+	if err != nil {
+		return err
+	}
+	_, err = kv.Put(ctx, info.ID, b)
+	return err
 }
 
 // outcomeOf is the Outcome of a worker's report; an outcome that is not one an

@@ -106,7 +106,7 @@ func TestWorkDead(t *testing.T) {
 			attempt != 3 || res.Attempt != 3 {
 			t.Fatalf("result: %+v (the handler saw attempt %d)", res, attempt)
 		}
-		if r.State != producer.StateDead || r.Attempt != 3 || r.MaxAttempts != 3 || r.Delivery != 3 {
+		if r.State != producer.StateDead || r.Attempt != 3 || r.MaxAttempts != 3 {
 			t.Fatalf("record: %+v", r)
 		}
 	})

@@ -130,11 +130,14 @@ func (p *Producer) waiting(ctx context.Context, id string, prev *record.Record) 
 			return nil, "", err
 		}
 		q := queuedRecord(p.names.Queue, id, msg)
-		if prev != nil && (msg.Sequence <= prev.Sequence || prev.State == record.Cancelled && prev.ScheduledAt.Equal(q.ScheduledAt) && !q.ScheduledAt.IsZero()) {
-			continue // the finished job's own message (a fired copy of a cancelled delayed job)
+		if prev != nil && (msg.Sequence <= prev.Sequence || q.Enqueue == prev.Enqueue) {
+			// The finished job's own message, or a copy of it (a fired copy of a
+			// cancelled delayed job; a copy a restarted server stored again): a worker
+			// ends it without running it.
+			continue
 		}
 		return &record.Record{
-			ID: id, Queue: p.names.Queue, Kind: q.Kind, State: record.Cancelled, MaxAttempts: q.MaxAttempts,
+			ID: id, Queue: p.names.Queue, Kind: q.Kind, State: record.Cancelled, MaxAttempts: q.MaxAttempts, Enqueue: q.Enqueue,
 			Sequence: q.Sequence, EnqueuedAt: q.EnqueuedAt, ScheduledAt: q.ScheduledAt, FinishedAt: time.Now(),
 		}, subject, nil
 	}

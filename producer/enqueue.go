@@ -141,11 +141,12 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 		return nil, fmt.Errorf("producer: job %s: %w", j.ID, option.Invalid("Priority", j.Priority,
 			fmt.Sprintf("%d (low) to %d (urgent), or 0 for normal", PriorityLow, PriorityUrgent)))
 	}
-	h := make(nats.Header, len(j.Header)+3)
+	h := make(nats.Header, len(j.Header)+4)
 	for k, v := range j.Header {
 		h[k] = v
 	}
 	h.Set(queue.HeaderID, j.ID)
+	h.Set(queue.HeaderEnqueue, jobid.New()) // the same on every resend of this message
 	if j.Kind != "" {
 		h.Set(queue.HeaderKind, j.Kind)
 	}

@@ -56,8 +56,7 @@ type ListedJob struct {
 // hours by default), the delayed jobs' schedules (one request each) when the query
 // can match scheduled jobs, and the waiting jobs that no worker has received yet
 // (one request each, newest first, only as many as the page needs) when it can match
-// queued ones. A job a worker holds without a record yet (its first ClaimDelay) is
-// not listed. Jobs published to the plain jobs subject are listed once a worker has
+// queued ones. Jobs published to the plain jobs subject are listed once a worker has
 // written their record.
 func (p *Producer) Jobs(ctx context.Context, q JobQuery) (*JobPage, error) {
 	if ctx == nil {

@@ -362,7 +362,7 @@ func TestEnqueuePayloadTooLarge(t *testing.T) {
 	// The largest payload that fits with workq's headers and the dead-letter reserve
 	// is stored; one byte more is refused.
 	id := "fits"
-	hdr := len("NATS/1.0\r\n\r\n") + len("Nats-Msg-Id: "+id+"\r\n")
+	hdr := len("NATS/1.0\r\n\r\n") + len("Nats-Msg-Id: "+id+"\r\n") + len("Workq-Enqueue: ") + 26 + len("\r\n")
 	limit := max - producer.DeadLetterReserve - int64(hdr)
 	if _, err := p.Enqueue(ctx, make([]byte, limit), producer.ID(id)); err != nil {
 		t.Fatalf("payload of max-reserve-headers = %d bytes: %v", limit, err)
@@ -407,9 +407,20 @@ func TestEnqueueHeaders(t *testing.T) {
 	if m2.Header.Get("Nats-Msg-Id") != "h2" || m2.Header.Get("Workq-Kind") != "" || m2.Header.Get("Workq-Max-Attempts") != "" {
 		t.Errorf("plain job headers: %v", m2.Header)
 	}
+	// Every enqueue carries an enqueue id of its own, whatever the caller set.
+	e1, e2 := m.Header.Get("Workq-Enqueue"), m2.Header.Get("Workq-Enqueue")
+	if len(e1) != 26 || len(e2) != 26 || e1 == e2 {
+		t.Errorf("enqueue ids %q and %q: want two different ids", e1, e2)
+	}
+	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("h4"), producer.Header("Workq-Enqueue", "mine")); err != nil {
+		t.Fatal(err)
+	}
+	if e := storedJob(t, js, "hdr", "h4").Header.Values("Workq-Enqueue"); len(e) != 1 || len(e[0]) != 26 {
+		t.Errorf("enqueue id %q over the caller's", e)
+	}
 	// Status reports what the headers say.
 	r, err := p.Status(ctx, "h1")
-	if err != nil || r.State != producer.StateQueued || r.Kind != "send_email" || r.MaxAttempts != 3 || r.Sequence != m.Sequence {
+	if err != nil || r.State != producer.StateQueued || r.Kind != "send_email" || r.MaxAttempts != 3 || r.Sequence != m.Sequence || r.Enqueue != e1 {
 		t.Fatalf("Status(h1) = %+v, %v", r, err)
 	}
 	// A batch job's fields set the same headers.

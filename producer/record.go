@@ -30,15 +30,18 @@ type Record struct {
 	// (EnqueueOption MaxAttempts) or its worker's; 0 while no worker has seen the job
 	// and it has no limit of its own.
 	MaxAttempts int `json:"max_attempts,omitempty"`
-	// Delivery is the JetStream delivery count of the last delivery of the job that a
-	// worker accounted for (claimed, or handed back unstarted); 0 before any. Workers
-	// compare it with a new delivery's count to tell a stale delivery from a new one.
-	Delivery uint64 `json:"delivery,omitempty"`
-	// Epoch identifies the incarnation of the queue's workers' consumer that made
-	// that delivery: its creation time in Unix nanoseconds (a re-created consumer
-	// restarts delivery counts at 1; a newer epoch is newer whatever the count). 0
-	// before any delivery was accounted for.
-	Epoch int64 `json:"epoch,omitempty"`
+	// Enqueue is the enqueue the record is of: the Workq-Enqueue header of the job's
+	// messages, a random id the producer stamps on every copy of one enqueue ("" for
+	// a client that sets none). A copy of a job whose record has ended, of the same
+	// enqueue, never runs; another enqueue of the id runs anew.
+	Enqueue string `json:"enqueue,omitempty"`
+	// Run is the run that holds the job while it is running, or made the last claim:
+	// random per claim. "" before any.
+	Run string `json:"run,omitempty"`
+	// LeaseMS is how long, in milliseconds, Run's claim stands without a renewal (the
+	// holder's AckWait): the holder renews it every heartbeat, and another worker takes
+	// the job over only after the record has stood unchanged that long by its own clock.
+	LeaseMS int64 `json:"lease_ms,omitempty"`
 	// Sequence is the job message's sequence in the queue's stream.
 	Sequence uint64 `json:"sequence"`
 	// Worker is the worker that ran the last attempt; its zero value (IsZero) means
@@ -123,8 +126,9 @@ func publicRecord(r *record.Record) *Record {
 		State:       State(r.State),
 		Attempt:     r.Attempt,
 		MaxAttempts: r.MaxAttempts,
-		Delivery:    r.Delivery,
-		Epoch:       r.Epoch,
+		Enqueue:     r.Enqueue,
+		Run:         r.Run,
+		LeaseMS:     r.LeaseMS,
 		Sequence:    r.Sequence,
 		EnqueuedAt:  r.EnqueuedAt,
 		StartedAt:   r.StartedAt,

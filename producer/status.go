@@ -58,6 +58,7 @@ func queuedRecord(q, id string, msg *jetstream.RawStreamMsg) *Record {
 		ID:         id,
 		Queue:      q,
 		Kind:       msg.Header.Get(queue.HeaderKind),
+		Enqueue:    msg.Header.Get(queue.HeaderEnqueue),
 		State:      StateQueued,
 		Sequence:   msg.Sequence,
 		EnqueuedAt: msg.Time,

@@ -70,7 +70,7 @@ Scenarios (--scenario, comma separated; default all but backlog and schedule-bur
                     schedules, and vs workq's jobs to run at once               (jobs/s)
   process-unfenced  unfenced worker vs Consume + Ack, per --concurrency/--prefetch (jobs/s)
   process-fenced    fenced worker vs Consume + Ack; also vs raw doing the same
-                    work (a KV write and a confirmed ack per job)              (jobs/s)
+                    work (two KV writes and a confirmed ack per job)           (jobs/s)
   process-priority  fenced worker draining jobs spread over the 4 priority levels
                     vs the same worker on jobs of one level (both workq), per
                     --concurrency                                              (jobs/s)
@@ -93,8 +93,9 @@ Scenarios (--scenario, comma separated; default all but backlog and schedule-bur
 
 In process-fenced, "raw" is plain consume + ack. A WorkQueue stream deletes each
 acked message; with --sync-always on one node each delete is its own fsync, which
-bounds any processing there. "vs raw doing the same thing" adds the per-job KV
-write and confirmed ack that a fenced worker needs.
+bounds any processing there. "vs raw doing the same thing" adds what a fenced
+worker needs per job: its claim (a KV create) and its commit (a compare-and-set over
+the claim), one after the other, and a confirmed ack.
 
 Latency ratios are workq's p50 over raw's (lower is better); throughput ratios are
 workq's rate over raw's (higher is better). Targets are checked on the medians.

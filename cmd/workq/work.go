@@ -201,10 +201,6 @@ func (f *workFlags) options(log *slog.Logger, reg *prometheus.Registry) []consum
 		consumer.DrainTimeout(f.drainTimeout),
 		consumer.Backoff(consumer.Exponential(f.backoff, f.backoffMax)),
 		consumer.Logger(log),
-		// Claim before the command starts: it gets its fencing token in the
-		// environment, and a process costs far more than the one write saved by a
-		// lazy claim.
-		consumer.ClaimDelay(0),
 	}
 	if f.timeout > 0 {
 		opts = append(opts, consumer.Timeout(f.timeout))

@@ -30,8 +30,8 @@ type commandRunner struct {
 // Handle runs the command with the job on stdin and maps its exit to an outcome.
 func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 	start := time.Now()
-	// Write the claim now (not lazily): the command gets its fencing token, and a
-	// redelivery elsewhere fences this run out however short it is.
+	// The command gets its fencing token: the claim's revision, written before the
+	// handler started.
 	token, err := j.FencingToken(ctx)
 	if err != nil {
 		return fmt.Errorf("job %s: not started: %w", j.ID(), err)

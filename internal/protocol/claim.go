@@ -47,6 +47,11 @@ type Record struct {
 type Delivery struct {
 	Enqueue     string // the enqueue the message carries
 	MaxAttempts int    // the attempts allowed
+	// OtherGone: the stream no longer holds the message of the record's enqueue,
+	// when that is another enqueue of the id (an operator removed it, or a crash
+	// lost it): its record will never end, so it does not hold this one back.
+	// Learnt by a read when the verdict without it is Later for that reason.
+	OtherGone bool
 }
 
 // Sighting is what the deciding worker saw of the record before: the revision it
@@ -102,7 +107,8 @@ const RetryTolerance = 100 * time.Millisecond
 //   - A record of this enqueue that is terminal ends the copy: done and cancelled are
 //     acked, dead is termed; it never runs, whatever the copy's delivery count, message
 //     id or sequence.
-//   - A live record of another enqueue: later, until that one ends.
+//   - A live record of another enqueue: later, until that one ends or its message
+//     is found gone (OtherGone).
 //   - Running, held by another run: watch until its revision has stood unchanged for
 //     its lease on this worker's clock, then take it over (attempt + 1).
 //   - Retrying: later until its retry time, then claim attempt + 1.
@@ -124,6 +130,8 @@ func DecideClaim(rec *Record, d Delivery, seen Sighting, run string, lease time.
 		return claim(1, "no record")
 	case rec.Enqueue != d.Enqueue && rec.State.Terminal():
 		return claim(1, "another enqueue of the id has ended")
+	case rec.Enqueue != d.Enqueue && d.OtherGone:
+		return claim(1, "another enqueue of the id left a live record and no message")
 	case rec.Enqueue != d.Enqueue:
 		return Decision{Verdict: Later, Wait: max(rec.Lease, time.Second), Why: "another enqueue of the id is live"}
 	case rec.State == Done, rec.State == Cancelled:

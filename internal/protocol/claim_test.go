@@ -33,6 +33,8 @@ func TestDecideClaim(t *testing.T) {
 		{name: "another enqueue cancelled", rec: rec(Cancelled, 0, "e0"), d: d, want: Claim, attempt: 1},
 		{name: "another enqueue running", rec: rec(Running, 1, "e0"), d: d, want: Later, wait: lease},
 		{name: "another enqueue retrying", rec: rec(Retrying, 1, "e0"), d: d, want: Later, wait: lease},
+		{name: "another enqueue running, its message gone", rec: rec(Running, 1, "e0"), d: Delivery{Enqueue: "e1", MaxAttempts: 3, OtherGone: true}, want: Claim, attempt: 1},
+		{name: "this enqueue running, OtherGone ignored", rec: rec(Running, 1, "e1"), d: Delivery{Enqueue: "e1", MaxAttempts: 3, OtherGone: true}, want: Watch, wait: lease},
 		{name: "a foreign client's copy of a done job", rec: rec(Done, 1, ""), d: Delivery{MaxAttempts: 3}, want: Ack},
 		{name: "done", rec: rec(Done, 1, "e1"), d: d, want: Ack},
 		{name: "cancelled", rec: rec(Cancelled, 0, "e1"), d: d, want: Ack},

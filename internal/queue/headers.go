@@ -18,7 +18,18 @@ const (
 	HeaderKind = "Workq-Kind"
 	// HeaderMaxAttempts overrides the worker's attempt limit for this job.
 	HeaderMaxAttempts = "Workq-Max-Attempts"
+	// HeaderEnqueue names the enqueue a job message belongs to: a random id the
+	// producer stamps on every copy of one enqueue, its retries included, and a new
+	// one on each new enqueue of the id (a requeue too). The job record names the
+	// enqueue it is of, so a worker tells a copy of a job that ended (which never
+	// runs) from the job enqueued again (docs/delivery.md). A message without it
+	// belongs to the empty enqueue: a client that sets none has one enqueue per id.
+	HeaderEnqueue = "Workq-Enqueue"
 )
+
+// MaxEnqueueLen bounds a job's enqueue id (HeaderEnqueue), which the job record
+// keeps; workq's are 26 bytes, and any client may set one.
+const MaxEnqueueLen = 128
 
 // MaxKindLen bounds a job's kind. Kinds are short routing names; the job record keeps
 // the kind and budgets this much room for it, so that a kind set by any client cannot

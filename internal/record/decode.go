@@ -53,6 +53,8 @@ func Decode(id string, value []byte, rev uint64) (*Record, error) {
 		return nil, corrupt("negative attempt %d", r.Attempt)
 	case r.MaxAttempts < 0:
 		return nil, corrupt("negative max_attempts %d", r.MaxAttempts)
+	case r.LeaseMS < 0:
+		return nil, corrupt("negative lease_ms %d", r.LeaseMS)
 	}
 	r.Revision = rev
 	return &r, nil

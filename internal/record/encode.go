@@ -37,13 +37,17 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"max_attempts":`...)
 		b = strconv.AppendInt(b, int64(r.MaxAttempts), 10)
 	}
-	if r.Delivery != 0 {
-		b = append(b, `,"delivery":`...)
-		b = strconv.AppendUint(b, r.Delivery, 10)
+	if r.Enqueue != "" {
+		b = append(b, `,"enqueue":`...)
+		b = appendString(b, r.Enqueue)
 	}
-	if r.Epoch != 0 {
-		b = append(b, `,"epoch":`...)
-		b = strconv.AppendInt(b, r.Epoch, 10)
+	if r.Run != "" {
+		b = append(b, `,"run":`...)
+		b = appendString(b, r.Run)
+	}
+	if r.LeaseMS != 0 {
+		b = append(b, `,"lease_ms":`...)
+		b = strconv.AppendInt(b, r.LeaseMS, 10)
 	}
 	b = append(b, `,"sequence":`...)
 	b = strconv.AppendUint(b, r.Sequence, 10)
@@ -90,7 +94,7 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 // strings need escaping or its numbers are huge (b then grows as usual): the keys,
 // quotes and numbers take under 300 bytes, each time 37.
 func (r *Record) sizeHint() int {
-	n := 300 + 5*37 + len(r.ID) + len(r.Queue) + len(r.Kind) + len(r.State) + len(r.Schedule) + len(r.LastError) + base64.StdEncoding.EncodedLen(len(r.Result))
+	n := 300 + 5*37 + len(r.ID) + len(r.Queue) + len(r.Kind) + len(r.Enqueue) + len(r.Run) + len(r.State) + len(r.Schedule) + len(r.LastError) + base64.StdEncoding.EncodedLen(len(r.Result))
 	if w := r.Worker; w != nil {
 		n += len(w.Name) + len(w.Host)
 	}

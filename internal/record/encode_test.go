@@ -25,8 +25,8 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 	for i := range 2000 {
 		r := &Record{
 			ID: pick(strs), Queue: pick(strs), Kind: pick(strs), State: State(pick(strs)),
-			Attempt: rng.IntN(5) - 1, MaxAttempts: rng.IntN(3), Delivery: uint64(rng.IntN(3)),
-			Epoch: rng.Int64N(3) - 1, Sequence: rng.Uint64(), LastError: pick(strs),
+			Attempt: rng.IntN(5) - 1, MaxAttempts: rng.IntN(3), Enqueue: pick(strs), Run: pick(strs),
+			LeaseMS: rng.Int64N(3) - 1, Sequence: rng.Uint64(), LastError: pick(strs),
 			EnqueuedAt: pickT(), StartedAt: pickT(), FinishedAt: pickT(), RetryAt: pickT(), Revision: 7,
 			ScheduledAt: pickT(), Schedule: pick(strs),
 		}
@@ -77,7 +77,7 @@ func TestAppendJSONBadTime(t *testing.T) {
 func TestAppendJSONSizeHint(t *testing.T) {
 	now := time.Now()
 	r := &Record{ID: "01JXYZABCDEFGHJKMNPQRSTVWX", Queue: "emails", Kind: "send_email", State: Done, Attempt: 3, MaxAttempts: 10,
-		Delivery: 3, Epoch: now.UnixNano(), Sequence: 1 << 40, Worker: &Worker{Name: "host-1234", Host: "host", PID: 1234567},
+		Enqueue: "Q7cY0aZkq1VxWn2E", Run: "r8Zb2T0cQw1yHn4K", LeaseMS: 30000, Sequence: 1 << 40, Worker: &Worker{Name: "host-1234", Host: "host", PID: 1234567},
 		EnqueuedAt: now, StartedAt: now, FinishedAt: now, RetryAt: now, LastError: "boom", Result: []byte("a result"),
 		ScheduledAt: now, Schedule: "nightly-report"}
 	b, _ := r.AppendJSON(nil)

@@ -43,8 +43,9 @@ type Record struct {
 	State       State     `json:"state"`
 	Attempt     int       `json:"attempt"`                // runs started so far, 1 on the first run
 	MaxAttempts int       `json:"max_attempts,omitempty"` // the limit that applied to the last run
-	Delivery    uint64    `json:"delivery,omitempty"`     // JetStream delivery count of the last delivery accounted for (claimed or handed back)
-	Epoch       int64     `json:"epoch,omitempty"`        // the workers' consumer incarnation that made that delivery (its creation time, Unix ns)
+	Enqueue     string    `json:"enqueue,omitempty"`      // the enqueue this record is of: the Workq-Enqueue header of its messages ("" for a client that sets none)
+	Run         string    `json:"run,omitempty"`          // the run that holds the job (running), or made the last claim; random per claim
+	LeaseMS     int64     `json:"lease_ms,omitempty"`     // how long, in ms, the run's claim stands without a renewal (the holder's AckWait)
 	Sequence    uint64    `json:"sequence"`               // stream sequence of the job message
 	Worker      *Worker   `json:"worker,omitempty"`       // who ran the last attempt
 	EnqueuedAt  time.Time `json:"enqueued_at,omitzero"`

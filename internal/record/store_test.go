@@ -26,12 +26,12 @@ func TestLinearizableGet(t *testing.T) {
 	if _, err := s.Get(ctx, "a"); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("Get of a missing record: %v, want ErrNotFound", err)
 	}
-	r := &record.Record{ID: "a", Queue: "lin", State: record.Running, Attempt: 2, Epoch: 7}
+	r := &record.Record{ID: "a", Queue: "lin", State: record.Running, Attempt: 2, Run: "r7"}
 	if err := s.Create(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, "a")
-	if err != nil || got.Revision != r.Revision || got.Attempt != 2 || got.Epoch != 7 || got.State != record.Running {
+	if err != nil || got.Revision != r.Revision || got.Attempt != 2 || got.Run != "r7" || got.State != record.Running {
 		t.Fatalf("Get = %+v, %v; want the record written at revision %d", got, err, r.Revision)
 	}
 	if err := kv.Delete(ctx, "a"); err != nil {

@@ -133,9 +133,10 @@ func rawConsume(ctx context.Context, env Env, raw *queue.Objects, n int) (time.D
 	return d, nil
 }
 
-// rawFenced is the raw JetStream doing what a fenced first attempt does: consume, and
-// per message one compare-and-set KV write (create) awaited, then a confirmed ack;
-// pipelined like the worker (a goroutine per message, 4×concurrency writes in flight).
+// rawFenced is the raw JetStream doing what a fenced run does: consume, and per
+// message two compare-and-set KV writes awaited one after the other (the claim, a
+// create; the commit, over the claim's revision), then a confirmed ack; pipelined like
+// the worker (a goroutine per message, 4×concurrency in flight).
 func rawFenced(ctx context.Context, env Env, n, concurrency, prefetch int) (float64, error) {
 	js := env.JS
 	raw, err := rawQueue(ctx, env, "bench-pf-raw")
@@ -168,18 +169,33 @@ func rawFenced(ctx context.Context, env Env, n, concurrency, prefetch int) (floa
 				return
 			}
 			subj := "$KV." + raw.Names.Bucket + ".k" + strconv.FormatUint(md.Sequence.Stream, 10)
-			f, err := js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: record}, jetstream.WithExpectLastSequencePerSubject(0))
-			if err == nil {
-				select {
-				case <-f.Ok():
-				case err = <-f.Err():
-				case <-ctx.Done():
-					err = ctx.Err()
+			// The claim (a create), then the commit over it (a compare-and-set on
+			// the claim's revision), each awaited.
+			var rev uint64
+			for _, write := range []func() (jetstream.PubAckFuture, error){
+				func() (jetstream.PubAckFuture, error) {
+					return js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: record}, jetstream.WithExpectLastSequencePerSubject(0))
+				},
+				func() (jetstream.PubAckFuture, error) {
+					return js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: record}, jetstream.WithExpectLastSequencePerSubject(rev))
+				},
+			} {
+				f, err := write()
+				if err == nil {
+					select {
+					case ack := <-f.Ok():
+						rev = ack.Sequence
+					case err = <-f.Err():
+					case <-ctx.Done():
+						err = ctx.Err()
+					}
+				}
+				if err != nil {
+					failed.Add(1)
+					return
 				}
 			}
-			if err == nil {
-				err = m.DoubleAck(ctx)
-			}
+			err = m.DoubleAck(ctx)
 			if err != nil {
 				failed.Add(1)
 			}
