@@ -39,6 +39,7 @@ type benchFlags struct {
 	json        bool
 	syncAlways  bool
 	groupCommit groupCommitFlag
+	jobTime     time.Duration
 	cluster     int
 	replicas    int
 	external    bool // --server given: a running server, nothing embedded
@@ -138,6 +139,7 @@ under the table say what it holds.`,
 	fl.BoolVar(&f.inProcess, "backlog-in-process", false, "run the backlog worker in this process (no RSS figure; for tests)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON")
 	fl.Var(&f.groupCommit, "group-commit", "workq's group commit (consumer.GroupCommit, producer.GroupCommit): on, off, or auto — on with --sync-always, else the library's default (on for replicated queues)")
+	fl.DurationVar(&f.jobTime, "job-time", 0, "how long each job's handler takes in the process scenarios (workq side; the raw side stays empty, so compare workq's column between runs, not the ratio); 0: empty handlers")
 	fl.BoolVar(&f.syncAlways, "sync-always", false, "the embedded server (every node with --cluster) fsyncs every write; not with --server")
 	fl.IntVar(&f.cluster, "cluster", 0, "start an embedded cluster of this many nodes (3 to 5) and use as many replicas; 0: a single server")
 	fl.IntVar(&f.replicas, "replicas", 1, "with --server: replicas of every stream, bucket and consumer the scenarios create (1 to 5)")
@@ -308,6 +310,7 @@ func (a *app) bench(ctx context.Context, f benchFlags) error {
 		rep.GroupCommit = map[bool]string{true: "on", false: "off"}[on]
 	}
 
+	srv.env.JobTime = f.jobTime
 	steps := a.benchSteps(f, srv.env)
 	st := newStatus(a.stderr, len(steps)*f.runs)
 	rows := map[string]*benchRow{}

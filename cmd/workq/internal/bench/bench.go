@@ -35,6 +35,9 @@ type Env struct {
 	// GroupCommit, when set, turns the workq side's group commit on or off
 	// (consumer.GroupCommit, producer.GroupCommit); nil leaves their default.
 	GroupCommit *bool
+	// JobTime is how long the handler of the process scenarios' workq workers takes
+	// per job (a sleep); 0 means an empty handler. The raw side stays empty.
+	JobTime time.Duration
 }
 
 // Dial connects to a server URL the way the caller connects (credentials, TLS). The

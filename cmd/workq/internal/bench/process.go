@@ -30,6 +30,9 @@ func Process(ctx context.Context, env Env, n, concurrency, prefetch int, fenced 
 		name = "process fenced"
 	}
 	res := Pair{Scenario: fmt.Sprintf("%s c=%d", name, concurrency), N: n}
+	if env.JobTime > 0 {
+		res.Scenario += fmt.Sprintf(" job=%s", env.JobTime)
+	}
 	if prefetch > 0 {
 		res.Scenario += fmt.Sprintf(" prefetch=%d", prefetch)
 	}
@@ -69,7 +72,12 @@ func Process(ctx context.Context, env Env, n, concurrency, prefetch int, fenced 
 // the stream is empty; it returns the jobs per second.
 func drain(ctx context.Context, env Env, q string, n int, levels []int, opts []consumer.Option) (float64, error) {
 	js := env.JS
-	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }), opts...)
+	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error {
+		if env.JobTime > 0 {
+			time.Sleep(env.JobTime)
+		}
+		return nil
+	}), opts...)
 	if err != nil {
 		return 0, err
 	}
