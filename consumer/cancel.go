@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/record"
 )
 
@@ -65,10 +64,7 @@ func (w *Worker) lostClaim(j *Job, cause error, why string) {
 func (w *Worker) dropCancelled(j *Job, how string) {
 	w.releaseUnique(context.Background(), j) // tidiness: producers see the cancelled record anyway
 	j.lease.stop()
-	w.stats.cancelled.Add(1)
-	j.metrics.cancelled.Inc()
-	w.log.Info(fmt.Sprintf("job %s was cancelled", j.id), "job", j.id, "attempt", j.attempt, "run", how)
-	w.report(j, attempt.Cancelled, cancelledError(j), 0)
+	w.ended(j, endCancelled, cancelledError(j), 0, "run", how)
 	if err := j.msg.Term(); err != nil {
 		w.log.Debug("terminate a cancelled job", "job", j.id, "err", err)
 	}

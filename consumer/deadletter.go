@@ -13,7 +13,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
@@ -57,20 +56,14 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 		return err
 	})
 	if err != nil {
-		w.stats.errors.Add(1)
-		j.metrics.failed.Inc()
-		w.log.Error("publishing dead letter failed; the job will be redelivered", "job", j.id, "err", err)
-		w.report(j, attempt.Unsettled, err, 0)
+		w.ended(j, endUnsettled, err, 0, "step", "dead letter")
 		j.nak(w.cfg.backoff(1))
 		return
 	}
 	w.releaseUnique(ctx, j)
 	j.term()
-	if fence || !j.fenced {
-		w.stats.dead.Add(1)
-		j.metrics.dead.Inc()
-		w.log.Warn(fmt.Sprintf("job %s moved to dead letters", j.id), "job", j.id, "attempt", j.attempt, "reason", firstLine(reason))
-		w.report(j, attempt.Dead, reason, 0)
+	if fence || !j.fenced { // not a copy of a job that died before
+		w.ended(j, endDead, reason, 0)
 	}
 }
 

@@ -6,112 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/record"
 )
-
-// processFenced claims, runs and settles one delivery (see the package doc and
-// docs/delivery.md).
-func (w *Worker) processFenced(ctx context.Context, j *Job) {
-	if !w.claimed(ctx, j) {
-		return
-	}
-	if j.unique != "" && !w.holdUnique(ctx, j) {
-		return
-	}
-	herr, cause := w.run(ctx, j)
-	w.background(func() {
-		switch {
-		case errors.Is(cause, ErrStale):
-			w.lostClaim(j, cause, "handler cancelled")
-		case herr == nil:
-			w.commit(ctx, j)
-		case errors.Is(cause, errDrained):
-			w.giveBack(j)
-		default:
-			w.fail(ctx, j, herr)
-		}
-	})
-}
-
-// claimed claims j and reports whether it may run; a delivery that may not is ended
-// here as its verdict says: acked, terminated, dead-lettered, watched or put back.
-func (w *Worker) claimed(ctx context.Context, j *Job) bool {
-	v, err := w.claimDelivery(ctx, j)
-	if err != nil {
-		// Without a claim nothing may run; the delivery comes back after a backoff.
-		w.stats.errors.Add(1)
-		j.metrics.failed.Inc()
-		w.log.Warn("claim failed; the job will be redelivered", "job", j.id, "err", err)
-		w.report(j, attempt.Unsettled, err, 0)
-		j.nak(w.cfg.backoff(1))
-		return false
-	}
-	switch v {
-	case runIt:
-		return true
-	case alreadyDone:
-		w.stats.alreadyDone.Add(1)
-		w.ack(j)
-	case cancelled:
-		w.dropCancelled(j, "dropped before it ran")
-	case alreadyDead:
-		if j.claim.Sequence != j.md.Sequence.Stream {
-			// Another copy of the enqueue that died: its own message publishes the
-			// dead letter before it is terminated.
-			w.stats.alreadyDone.Add(1)
-			j.term()
-			break
-		}
-		w.deadLetter(ctx, j, errors.New(j.claim.LastError), false)
-	case watched:
-		w.stats.stale.Add(1)
-		j.metrics.stale.Inc()
-		w.watch(j.lease, min(j.retryIn, w.cfg.heartbeat))
-	case busy:
-		w.stats.busy.Add(1)
-		j.nak(j.retryIn)
-	case early:
-		w.stats.early.Add(1)
-		j.nak(j.retryIn)
-	case unreadable:
-		w.stats.errors.Add(1)
-		j.metrics.failed.Inc()
-		w.log.Error(fmt.Sprintf("job %s: the value at its key is not its record; moving the job to dead letters without running it", j.id),
-			"job", j.id, "sequence", j.md.Sequence.Stream, "delivery", j.md.NumDelivered, "err", j.unreadable)
-		w.deadLetter(ctx, j, fmt.Errorf("job did not run: %w", j.unreadable), true)
-	case exhausted:
-		w.deadLetter(ctx, j, fmt.Errorf("%w: %d attempts (of %d allowed) did not finish: the worker died, stalled or was cut off while running the job",
-			ErrExhausted, j.attempt, j.maxAttempts), true)
-	}
-	return false
-}
-
-// watch keeps a delivery whose job another run holds off the handler slots for wait,
-// its lease reporting progress, then hands it to a slot to decide again: the holder
-// may have ended the job, or gone a whole lease without renewing its claim. A worker
-// that stops meanwhile hands it back.
-func (w *Worker) watch(l *lease, wait time.Duration) {
-	w.watching.Add(1)
-	go func() {
-		defer w.watching.Done()
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-w.gateCtx.Done():
-			w.handBack(l)
-			return
-		}
-		l.src.puller.held.Add(1) // the slot that takes it finishes it (puller.done)
-		select {
-		case w.rewatch <- l:
-		case <-w.gateCtx.Done():
-			l.src.puller.held.Add(-1)
-			w.handBack(l)
-		}
-	}()
-}
 
 // writeContext bounds the record writes of one outcome: they retry while the server
 // is unreachable, but not past AckWait, after which the job is redelivered anyway.
@@ -169,11 +65,11 @@ func (w *Worker) renew(j *Job) {
 }
 
 // commit writes the job done with its result, fenced on the claim, then acks. A
-// result too large for the record fails the job for good instead: it could never be
+// result too large for the record dead-letters the job instead: it could never be
 // committed, and the job would run again and again.
 func (w *Worker) commit(ctx context.Context, j *Job) {
 	if err := w.checkResult(j); err != nil {
-		w.fail(ctx, j, err)
+		w.deadLetter(ctx, j, err, true)
 		return
 	}
 	err := w.update(ctx, j, func(next *record.Record) {
@@ -184,9 +80,7 @@ func (w *Worker) commit(ctx context.Context, j *Job) {
 		return
 	}
 	w.releaseUnique(ctx, j)
-	w.stats.committed.Add(1)
-	j.metrics.committed.Inc()
-	w.report(j, attempt.Committed, nil, 0)
+	w.ended(j, endCommitted, nil, 0)
 	w.ack(j)
 }
 
@@ -203,21 +97,8 @@ func (w *Worker) ack(j *Job) {
 	}
 }
 
-// fail records a handler error and retries the job after its backoff, or
-// dead-letters it when the error is permanent or attempts are used up.
-func (w *Worker) fail(ctx context.Context, j *Job, herr error) {
-	if IsPermanent(herr) {
-		w.deadLetter(ctx, j, herr, true)
-		return
-	}
-	if j.attempt >= j.maxAttempts {
-		w.deadLetter(ctx, j, fmt.Errorf("%w (%d of %d): %w", ErrExhausted, j.attempt, j.maxAttempts, herr), true)
-		return
-	}
-	delay, ok := retryDelay(herr)
-	if !ok {
-		delay = w.cfg.backoff(j.attempt)
-	}
+// retry records a failed run and puts the job back to run again after delay.
+func (w *Worker) retry(ctx context.Context, j *Job, herr error, delay time.Duration) {
 	err := w.update(ctx, j, func(next *record.Record) {
 		next.State, next.LastError, next.RetryAt = record.Retrying, recordError(herr.Error()), time.Now().Add(delay)
 	})
@@ -225,10 +106,7 @@ func (w *Worker) fail(ctx context.Context, j *Job, herr error) {
 		w.outcomeFailed(j, "record retry", err)
 		return
 	}
-	w.stats.retried.Add(1)
-	j.metrics.retried.Inc()
-	w.log.Info("job failed; it will be retried", "job", j.id, "attempt", j.attempt, "of", j.maxAttempts, "in", delay.Round(time.Millisecond), "err", firstLine(herr))
-	w.report(j, attempt.Retrying, herr, delay)
+	w.ended(j, endRetrying, herr, delay)
 	j.nak(delay)
 }
 
@@ -242,9 +120,8 @@ func (w *Worker) giveBack(j *Job) {
 		w.outcomeFailed(j, "hand back", err)
 		return
 	}
-	w.report(j, attempt.HandedBack, nil, 0)
+	w.ended(j, endHandedBack, nil, 0)
 	j.nak(0)
-	w.stats.handedBack.Add(1)
 }
 
 // outcomeFailed handles a write over the claim that did not go through: a conflict
@@ -255,19 +132,12 @@ func (w *Worker) outcomeFailed(j *Job, what string, err error) {
 		return
 	}
 	j.lease.stop()
-	w.stats.errors.Add(1)
-	j.metrics.failed.Inc()
-	w.log.Error(what+" failed; the job will be redelivered", "job", j.id, "err", err)
-	w.report(j, attempt.Unsettled, err, 0)
+	w.ended(j, endUnsettled, err, 0, "step", what)
 }
 
-// reassigned logs and counts a run whose claim another delivery took over. It does
-// not ack: the job belongs to the new owner.
+// reassigned ends a run whose claim another delivery took over. It does not ack: the
+// job belongs to the new owner.
 func (w *Worker) reassigned(j *Job, why string) {
 	j.lease.stop()
-	w.stats.reassigned.Add(1)
-	j.metrics.reassigned.Inc()
-	w.log.Warn(fmt.Sprintf("job %s was reassigned", j.id), "job", j.id, "attempt", j.attempt,
-		"token", j.token, "why", why)
-	w.report(j, attempt.Stale, ErrStale, 0)
+	w.ended(j, endReassigned, ErrStale, 0, "token", j.token, "why", why)
 }

@@ -2,58 +2,45 @@ package consumer
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/record"
 )
 
-// processUnfenced runs one delivery without claim or commit: at-least-once.
+// processUnfenced runs one delivery without claim or commit: at-least-once. It
+// decides as a fenced run does (decide), and settles with an ack, a nak or a dead
+// letter, writing the record best effort.
 func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
 	if j.unique != "" && !w.holdUnique(ctx, j) {
 		return
 	}
 	herr, cause := w.run(ctx, j)
-	switch {
-	case errors.Is(cause, ErrCancelled):
+	d := decide(herr, cause, j.attempt, j.maxAttempts, w.cfg.backoff)
+	switch d.outcome {
+	case lostIt: // cancelled: an unfenced run holds no claim to lose
 		w.dropCancelled(j, "stopped")
-	case herr == nil:
+	case commitIt:
 		w.releaseUnique(ctx, j) // before the ack: a first run leaves no record to keep the key by
 		j.lease.stop()
 		if err := j.msg.Ack(); err != nil {
-			w.log.Warn("ack failed; the job will be redelivered", "job", j.id, "err", err)
-			w.report(j, attempt.Unsettled, err, 0)
+			w.ended(j, endUnsettled, err, 0, "step", "ack")
 			return
 		}
-		w.stats.committed.Add(1)
-		j.metrics.committed.Inc()
 		if j.md.NumDelivered > 1 {
 			// A retried job has a record saying it failed: say it is done now.
 			w.putRecord(ctx, j, record.Done, nil, 0)
 		}
-		w.report(j, attempt.Committed, nil, 0)
-	case errors.Is(cause, errDrained):
-		w.report(j, attempt.HandedBack, nil, 0)
-		w.handBack(j.lease)
-	case IsPermanent(herr) || j.attempt >= j.maxAttempts:
-		reason := herr
-		if !IsPermanent(herr) {
-			reason = fmt.Errorf("%w (%d of %d): %w", ErrExhausted, j.attempt, j.maxAttempts, herr)
-		}
-		w.putRecord(ctx, j, record.Dead, reason, 0)
-		w.deadLetter(ctx, j, reason, false)
-	default:
-		delay, ok := retryDelay(herr)
-		if !ok {
-			delay = w.cfg.backoff(j.attempt)
-		}
-		w.putRecord(ctx, j, record.Retrying, herr, delay)
-		w.stats.retried.Add(1)
-		j.metrics.retried.Inc()
-		w.report(j, attempt.Retrying, herr, delay)
-		j.nak(delay)
+		w.ended(j, endCommitted, nil, 0)
+	case giveItBack:
+		j.nak(0)
+		w.ended(j, endHandedBack, nil, 0)
+	case deadLetterIt:
+		w.putRecord(ctx, j, record.Dead, d.reason, 0)
+		w.deadLetter(ctx, j, d.reason, false)
+	case retryIt:
+		w.putRecord(ctx, j, record.Retrying, d.reason, d.delay)
+		w.ended(j, endRetrying, d.reason, d.delay)
+		j.nak(d.delay)
 	}
 }
 

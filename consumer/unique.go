@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
@@ -31,10 +30,7 @@ func (w *Worker) holdUnique(ctx context.Context, j *Job) bool {
 	defer cancel()
 	holder, err := w.holdKey(wctx, j)
 	if err != nil {
-		w.stats.errors.Add(1)
-		j.metrics.failed.Inc()
-		w.log.Warn("unique key not checked; the job will be redelivered", "job", j.id, "unique", j.unique, "err", err)
-		w.report(j, attempt.Unsettled, err, 0)
+		w.ended(j, endUnsettled, err, 0, "step", "unique key", "unique", j.unique)
 		j.nak(w.cfg.backoff(1))
 		return false
 	}

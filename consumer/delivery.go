@@ -1,0 +1,211 @@
+package consumer
+
+// The life of one delivery, in the order it goes: admitted (process), claimed
+// (claimed: the job record decides, see claim.go and docs/delivery.md), run (run),
+// decided (decide.go) and settled (settle.go). A delivery whose job may not run now is
+// ended where the claim says so: acked, terminated, dead-lettered, watched off the
+// handler slots, or put back.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/record"
+)
+
+// process handles one delivery on the fenced or unfenced path.
+func (w *Worker) process(ctx context.Context, l *lease) {
+	md, err := l.msg.Metadata()
+	if err != nil {
+		l.stop()
+		w.log.Error("delivery without JetStream metadata; terminating it", "subject", l.msg.Subject(), "err", err)
+		_ = l.msg.Term()
+		return
+	}
+	if md.NumDelivered > 1 {
+		w.stats.redelivered.Add(1)
+		w.metrics.redeliveries.Inc()
+	}
+	j := w.newJob(l, md)
+	if n := len(l.msg.Headers().Get(queue.HeaderKind)); n > queue.MaxKindLen {
+		// Any client may set the kind; one this long could not be kept in the record.
+		w.reject(ctx, j, fmt.Errorf("%w: kind of %d bytes, longer than %d", ErrMalformed, n, queue.MaxKindLen))
+		return
+	}
+	if n := len(j.enqueue); n > queue.MaxEnqueueLen {
+		// Any client may set it too.
+		j.enqueue = j.enqueue[:queue.MaxEnqueueLen]
+		w.reject(ctx, j, fmt.Errorf("%w: %s of %d bytes, longer than %d", ErrMalformed, queue.HeaderEnqueue, n, queue.MaxEnqueueLen))
+		return
+	}
+	if j.unique != "" {
+		if err := queue.CheckUniqueKey(j.unique); err != nil {
+			j.unique = "" // no key to hold or release
+			w.reject(ctx, j, fmt.Errorf("%w: %w", ErrMalformed, err))
+			return
+		}
+	}
+	release, err := w.limits.acquire(w.gateCtx, j)
+	if err != nil {
+		if w.gateCtx.Err() != nil {
+			w.handBack(l) // stopping while it waited for a limit
+			return
+		}
+		w.ended(j, endUnsettled, err, 0, "step", "queue limits")
+		j.nak(w.cfg.backoff(1))
+		return
+	}
+	defer release()
+	if w.cfg.unfenced {
+		w.processUnfenced(ctx, j)
+		return
+	}
+	w.processFenced(ctx, j)
+}
+
+// reject dead-letters a job that cannot be run, without running it.
+func (w *Worker) reject(ctx context.Context, j *Job, reason error) {
+	reason = Permanent(reason)
+	if w.cfg.unfenced {
+		w.putRecord(ctx, j, record.Dead, reason, 0)
+		w.deadLetter(ctx, j, reason, false)
+		return
+	}
+	// Claimed first, as a run would be, so that a copy of an enqueue that ended ends
+	// as it would, and the dead record is written over the record the claim read.
+	if !w.claimed(ctx, j) {
+		return
+	}
+	j.unrun, j.attempt = true, max(0, j.attempt-1)
+	w.deadLetter(ctx, j, reason, true)
+}
+
+// processFenced claims, runs and settles one delivery (see the package doc and
+// docs/delivery.md).
+func (w *Worker) processFenced(ctx context.Context, j *Job) {
+	if !w.claimed(ctx, j) {
+		return
+	}
+	if j.unique != "" && !w.holdUnique(ctx, j) {
+		return
+	}
+	herr, cause := w.run(ctx, j)
+	d := decide(herr, cause, j.attempt, j.maxAttempts, w.cfg.backoff)
+	w.background(func() { w.settle(ctx, j, d) })
+}
+
+// claimed claims j and reports whether it may run; a delivery that may not is ended
+// here as its verdict says: acked, terminated, dead-lettered, watched or put back.
+func (w *Worker) claimed(ctx context.Context, j *Job) bool {
+	v, err := w.claimDelivery(ctx, j)
+	if err != nil {
+		// Without a claim nothing may run; the delivery comes back after a backoff.
+		w.ended(j, endUnsettled, err, 0, "step", "claim")
+		j.nak(w.cfg.backoff(1))
+		return false
+	}
+	switch v {
+	case runIt:
+		return true
+	case alreadyDone:
+		w.stats.alreadyDone.Add(1)
+		w.ack(j)
+	case cancelled:
+		w.dropCancelled(j, "dropped before it ran")
+	case alreadyDead:
+		if j.claim.Sequence != j.md.Sequence.Stream {
+			// Another copy of the enqueue that died: its own message publishes the
+			// dead letter before it is terminated.
+			w.stats.alreadyDone.Add(1)
+			j.term()
+			break
+		}
+		w.deadLetter(ctx, j, errors.New(j.claim.LastError), false)
+	case watched:
+		w.stats.stale.Add(1)
+		j.metrics.stale.Inc()
+		w.watch(j.lease, min(j.retryIn, w.cfg.heartbeat))
+	case busy:
+		w.stats.busy.Add(1)
+		j.nak(j.retryIn)
+	case early:
+		w.stats.early.Add(1)
+		j.nak(j.retryIn)
+	case unreadable:
+		w.stats.errors.Add(1)
+		j.metrics.failed.Inc()
+		w.log.Error(fmt.Sprintf("job %s: the value at its key is not its record; moving the job to dead letters without running it", j.id),
+			"job", j.id, "sequence", j.md.Sequence.Stream, "delivery", j.md.NumDelivered, "err", j.unreadable)
+		w.deadLetter(ctx, j, fmt.Errorf("job did not run: %w", j.unreadable), true)
+	case exhausted:
+		w.deadLetter(ctx, j, fmt.Errorf("%w: %d attempts (of %d allowed) did not finish: the worker died, stalled or was cut off while running the job",
+			ErrExhausted, j.attempt, j.maxAttempts), true)
+	}
+	return false
+}
+
+// watch keeps a delivery whose job another run holds off the handler slots for wait,
+// its lease reporting progress, then hands it to a slot to decide again: the holder
+// may have ended the job, or gone a whole lease without renewing its claim. A worker
+// that stops meanwhile hands it back.
+func (w *Worker) watch(l *lease, wait time.Duration) {
+	w.watching.Add(1)
+	go func() {
+		defer w.watching.Done()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-w.gateCtx.Done():
+			w.handBack(l)
+			return
+		}
+		l.src.puller.held.Add(1) // the slot that takes it finishes it (puller.done)
+		select {
+		case w.rewatch <- l:
+		case <-w.gateCtx.Done():
+			l.src.puller.held.Add(-1)
+			w.handBack(l)
+		}
+	}()
+}
+
+// run calls the handler, its delivery kept alive by its lease, and returns its error
+// and the cause of its context's end, if it ended. A fenced run's lease renews the
+// claim beside each progress report: a claim taken over by another delivery cancels
+// the handler with ErrStale, a cancel of the job with ErrCancelled. An unfenced run's
+// lease checks for a cancel only.
+func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
+	hctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if w.cfg.timeout > 0 {
+		var c context.CancelFunc
+		hctx, c = context.WithTimeoutCause(hctx, w.cfg.timeout, fmt.Errorf("job %s: timeout %s passed", j.id, w.cfg.timeout))
+		defer c()
+	}
+	j.mu.Lock()
+	j.cancel = cancel
+	j.mu.Unlock()
+	if j.fenced {
+		j.lease.watch(func() { w.renew(j) })
+	} else {
+		j.lease.watch(func() { w.checkCancelled(j, cancel) })
+	}
+	defer j.lease.watch(nil)
+	w.stats.started.Add(1)
+	start := time.Now()
+	if j.md.NumDelivered == 1 {
+		j.metrics.observeWait(j.md.Timestamp, start)
+	}
+	w.metrics.inFlight.Inc()
+	err = safeCall(hctx, w.handler, j)
+	j.metrics.duration.Observe(time.Since(start).Seconds())
+	w.metrics.inFlight.Dec()
+	if hctx.Err() != nil {
+		cause = context.Cause(hctx)
+	}
+	return err, cause
+}

@@ -1,0 +1,121 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/workq/workq/internal/attempt"
+)
+
+// ending is what became of a delivery, as the worker counts it (Stats), measures it
+// (workq_jobs_processed_total), logs it and reports it to the test kit (endings).
+type ending int
+
+const (
+	endCommitted  ending = iota // committed (acked, unfenced)
+	endRetrying                 // failed, put back to run again after its delay
+	endDead                     // moved to dead letters
+	endHandedBack               // given back unfinished by a stopping worker
+	endReassigned               // the run's claim was taken by another run: nothing written, not acked
+	endCancelled                // the job was cancelled: run stopped, or dropped unrun
+	endUnsettled                // a server error kept the outcome from being written: the job comes back
+)
+
+// endingSpec is what the worker does for an ending: the Stats counter it adds to,
+// the metric (nil: none), the log line (empty: none; %s is the job id) and its level,
+// and the outcome the test kit gets.
+type endingSpec struct {
+	counter func(*counters) *atomic.Uint64
+	metric  func(*kindMetrics) prometheus.Counter
+	log     string
+	level   slog.Level
+	report  attempt.Outcome
+}
+
+// endings is the one table of what each ending counts, logs and reports.
+var endings = [...]endingSpec{
+	endCommitted: {
+		counter: func(c *counters) *atomic.Uint64 { return &c.committed },
+		metric:  func(m *kindMetrics) prometheus.Counter { return m.committed },
+		report:  attempt.Committed,
+	},
+	endRetrying: {
+		counter: func(c *counters) *atomic.Uint64 { return &c.retried },
+		metric:  func(m *kindMetrics) prometheus.Counter { return m.retried },
+		log:     "job %s failed; it will be retried", level: slog.LevelInfo,
+		report: attempt.Retrying,
+	},
+	endDead: {
+		counter: func(c *counters) *atomic.Uint64 { return &c.dead },
+		metric:  func(m *kindMetrics) prometheus.Counter { return m.dead },
+		log:     "job %s moved to dead letters", level: slog.LevelWarn,
+		report: attempt.Dead,
+	},
+	endHandedBack: {
+		counter: func(c *counters) *atomic.Uint64 { return &c.handedBack },
+		report:  attempt.HandedBack,
+	},
+	endReassigned: {
+		counter: func(c *counters) *atomic.Uint64 { return &c.reassigned },
+		metric:  func(m *kindMetrics) prometheus.Counter { return m.reassigned },
+		log:     "job %s was reassigned", level: slog.LevelWarn,
+		report: attempt.Stale,
+	},
+	endCancelled: {
+		counter: func(c *counters) *atomic.Uint64 { return &c.cancelled },
+		metric:  func(m *kindMetrics) prometheus.Counter { return m.cancelled },
+		log:     "job %s was cancelled", level: slog.LevelInfo,
+		report: attempt.Cancelled,
+	},
+	endUnsettled: {
+		counter: func(c *counters) *atomic.Uint64 { return &c.errors },
+		metric:  func(m *kindMetrics) prometheus.Counter { return m.failed },
+		log:     "job %s: outcome not written; the job will be redelivered", level: slog.LevelWarn,
+		report: attempt.Unsettled,
+	},
+}
+
+// ended counts, measures, logs and reports that j's delivery ended as e, with err
+// (the handler's error, or why) and, for a retry, the delay; args are more log
+// attributes. Every ending of a delivery goes through it, once.
+func (w *Worker) ended(j *Job, e ending, err error, delay time.Duration, args ...any) {
+	spec := endings[e]
+	spec.counter(&w.stats).Add(1)
+	if spec.metric != nil {
+		spec.metric(j.metrics).Inc()
+	}
+	if spec.log != "" {
+		attrs := append([]any{"job", j.id, "attempt", j.attempt}, args...)
+		if err != nil {
+			attrs = append(attrs, "err", firstLine(err))
+		}
+		if e == endRetrying {
+			attrs = append(attrs, "of", j.maxAttempts, "in", delay.Round(time.Millisecond))
+		}
+		w.log.Log(context.Background(), spec.level, fmt.Sprintf(spec.log, j.id), attrs...)
+	}
+	w.report(j, spec.report, err, delay)
+}
+
+// settle carries out a fenced run's decision, in the background: the final record by
+// compare-and-set on the claim, then the ack, the nak with its delay, or the dead
+// letter and the termination (fenced.go, deadletter.go, cancel.go).
+func (w *Worker) settle(ctx context.Context, j *Job, d decision) {
+	switch d.outcome {
+	case lostIt:
+		w.lostClaim(j, d.reason, "handler cancelled")
+	case commitIt:
+		w.commit(ctx, j)
+	case giveItBack:
+		w.giveBack(j)
+	case retryIt:
+		w.retry(ctx, j, d.reason, d.delay)
+	case deadLetterIt:
+		w.deadLetter(ctx, j, d.reason, true)
+	}
+}
