@@ -46,6 +46,17 @@ func (l *Locker) newGrant(ac acquireConfig) (*grant, error) {
 	return &grant{rec: rec, data: data, ttl: serverTTL(rec.lease()), noRenew: ac.noRenew}, nil
 }
 
+// stamp sets the grant's Acquired time to at and its value to match.
+func (g *grant) stamp(at time.Time) error {
+	g.rec.Acquired = at.UTC()
+	data, err := json.Marshal(g.rec)
+	if err != nil {
+		return err
+	}
+	g.data = data
+	return nil
+}
+
 // mine reports whether st is a value written by this grant.
 func (g *grant) mine(st slotState) bool {
 	return st.known && !st.free && st.recOK && st.rec.ID == g.rec.ID
@@ -63,6 +74,13 @@ func (l *Locker) claim(ctx context.Context, tg *target, s int, expect uint64, g 
 func (l *Locker) claimState(ctx context.Context, tg *target, s int, st slotState, g *grant) (*Lock, error) {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
+	if !g.mine(st) {
+		// Acquired is when the lock is granted: this write, not the Acquire call,
+		// which may have waited. A write of the grant that landed already keeps its time.
+		if err := g.stamp(time.Now()); err != nil {
+			return nil, err
+		}
+	}
 	sent := now()
 	rev, err := l.write(ctx, tg.keys[s], g.data, st.rev, g.ttl)
 	if err != nil {

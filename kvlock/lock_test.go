@@ -147,6 +147,10 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 		if lk2.Token() <= lk.Token() {
 			t.Fatalf("token %d after %d", lk2.Token(), lk.Token())
 		}
+		// The waiter's grant says when it was granted, not when it asked (issue 25).
+		if h, err := b.Inspect(ctx, "job"); err != nil || h.Acquired.Before(released) {
+			t.Fatalf("holder %+v, %v: acquired before the lock was released at %s", h, err, released.Format(time.RFC3339Nano))
+		}
 		release(t, lk2)
 	case err := <-errc:
 		t.Fatal(err)
