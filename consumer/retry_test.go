@@ -176,13 +176,14 @@ func TestPanicIsRecovered(t *testing.T) {
 	js := env.JetStream(t)
 	const q = "panic"
 	p := newProducer(t, js, q)
+	lg := &textLog{}
 	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		if j.Attempt() == 1 {
 			var none []int
 			_ = none[j.Attempt()] // index out of range: a real runtime panic
 		}
 		return nil
-	}), consumer.Backoff(consumer.Constant(10*time.Millisecond)))
+	}), consumer.Backoff(consumer.Constant(10*time.Millisecond)), consumer.Logger(lg.logger()))
 	runWorker(t, w)
 	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("p1")); err != nil {
 		t.Fatal(err)
@@ -191,6 +192,10 @@ func TestPanicIsRecovered(t *testing.T) {
 	r := status(t, p, "p1")
 	if r.Attempt != 2 || !strings.Contains(r.LastError, "handler panicked") || !strings.Contains(r.LastError, "goroutine") {
 		t.Fatalf("record %+v", r)
+	}
+	// A panic is a bug: logged at error level, with its stack (issue 25).
+	if ln := lg.line("job p1 failed; it will be retried"); !strings.Contains(ln, "level=ERROR") || !strings.Contains(ln, "stack=") || !strings.Contains(ln, "retry_test.go") {
+		t.Fatalf("the panic's log line %q: want level ERROR with the stack", ln)
 	}
 }
 

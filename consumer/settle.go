@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -90,6 +91,7 @@ func (w *Worker) ended(j *Job, e ending, err error, delay time.Duration, args ..
 		spec.metric(j.metrics).Inc()
 	}
 	if spec.log != "" {
+		level := spec.level
 		attrs := append([]any{"job", j.id, "attempt", j.attempt}, args...)
 		if err != nil {
 			attrs = append(attrs, "err", firstLine(err))
@@ -97,7 +99,12 @@ func (w *Worker) ended(j *Job, e ending, err error, delay time.Duration, args ..
 		if e == endRetrying {
 			attrs = append(attrs, "of", j.maxAttempts, "in", delay.Round(time.Millisecond))
 		}
-		w.log.Log(context.Background(), spec.level, fmt.Sprintf(spec.log, j.id), attrs...)
+		if p := (*panicError)(nil); errors.As(err, &p) {
+			// A panic is a bug in the handler: at error level, with where it happened.
+			level = max(level, slog.LevelError)
+			attrs = append(attrs, "stack", string(p.stack))
+		}
+		w.log.Log(context.Background(), level, fmt.Sprintf(spec.log, j.id), attrs...)
 	}
 	w.report(j, spec.report, err, delay)
 }
