@@ -396,8 +396,13 @@ func EnsureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.Cons
 	if have.HeadersOnly {
 		bad = append(bad, "headers only, want payloads")
 	}
-	if len(bad) > 0 {
-		return nil, fmt.Errorf("%w: consumer %s of stream %s has %v (every worker of a queue must agree; delete the consumer to change it)",
+	switch {
+	case len(bad) == 1 && have.AckWait != want.AckWait:
+		// The one setting workers choose: the queue keeps one, which admin changes.
+		return nil, fmt.Errorf("%w: consumer %s of stream %s has %v (every worker of a queue must agree: run the worker with AckWait %s, "+
+			"or change the queue's with admin.SetAckWait (workq queue set <queue> --ack-wait))", ErrIncompatible, want.Durable, stream, bad, have.AckWait)
+	case len(bad) > 0:
+		return nil, fmt.Errorf("%w: consumer %s of stream %s has %v (every worker of a queue must agree; delete the consumer to let workq create its own)",
 			ErrIncompatible, want.Durable, stream, bad)
 	}
 	return c, nil

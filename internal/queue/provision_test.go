@@ -243,8 +243,10 @@ func TestEnsureConsumerRefusesIncompatible(t *testing.T) {
 		edit  func(c *jetstream.ConsumerConfig)
 		parts []string
 	}{
-		"max deliver": {func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 5 }, []string{"MaxDeliver 5, want unlimited"}},
-		"ack wait":    {func(c *jetstream.ConsumerConfig) { c.AckWait = time.Minute }, []string{"AckWait 1m0s, this worker wants 30s"}},
+		"max deliver": {func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 5 }, []string{"MaxDeliver 5, want unlimited", "delete the consumer"}},
+		// The fix for an AckWait is the queue's setting, not a deleted consumer.
+		"ack wait": {func(c *jetstream.ConsumerConfig) { c.AckWait = time.Minute }, []string{"AckWait 1m0s, this worker wants 30s",
+			"run the worker with AckWait 1m0s, or change the queue's with admin.SetAckWait (workq queue set <queue> --ack-wait)"}},
 		"filter": {func(c *jetstream.ConsumerConfig) { c.FilterSubjects = nil; c.FilterSubject = "workq.cfilter.jobs" },
 			[]string{"filters [workq.cfilter.jobs], want [workq.cfilter.jobs workq.cfilter.jobs.>]"}},
 		"backoff":      {func(c *jetstream.ConsumerConfig) { c.BackOff = []time.Duration{ackWait, 2 * ackWait} }, []string{"BackOff [30s 1m0s], want none"}},
