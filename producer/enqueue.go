@@ -33,6 +33,8 @@ type Job struct {
 	// UniqueFor keeps the unique key held this long after the job ended: see the
 	// UniqueFor option.
 	UniqueFor time.Duration
+
+	optionErr error // an EnqueueOption given a value it does not take
 }
 
 // JobInfo says where a job landed.
@@ -125,6 +127,9 @@ func (p *Producer) publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAc
 
 // message validates j, fills in a generated id, and builds its message.
 func (p *Producer) message(j *Job) (*nats.Msg, error) {
+	if j.optionErr != nil {
+		return nil, fmt.Errorf("producer: queue %s: job %s: %w", p.names.Queue, j.ID, j.optionErr)
+	}
 	if j.ID == "" {
 		j.ID = jobid.New()
 	} else if err := queue.CheckID(j.ID); err != nil {

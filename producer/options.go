@@ -177,14 +177,18 @@ func MaxAttempts(n int) EnqueueOption { return func(j *Job) { j.MaxAttempts = n 
 // scheduled; Cancel cancels it. It needs nats-server 2.12 or later.
 func At(t time.Time) EnqueueOption { return func(j *Job) { j.At = t } }
 
-// After delays the job by d from the enqueue: At(time.Now().Add(d)). A d of 0 or
-// less enqueues the job to run at once.
+// After delays the job by d from the enqueue: At(time.Now().Add(d)). A d of 0
+// enqueues the job to run at once; a negative d fails the enqueue with
+// ErrInvalidOption (a delay of -5s is a mistake, not "at once").
 func After(d time.Duration) EnqueueOption {
 	return func(j *Job) {
-		if d > 0 {
+		switch {
+		case d > 0:
 			j.At = time.Now().Add(d)
-		} else {
+		case d == 0:
 			j.At = time.Time{}
+		default:
+			j.optionErr = option.Invalid("After", d, "0 or more (0: at once)")
 		}
 	}
 }

@@ -372,6 +372,29 @@ func TestEnqueuePayloadTooLarge(t *testing.T) {
 	}
 }
 
+// A negative After is a mistake, not "at once": refused with ErrInvalidOption, and
+// nothing is stored; After(0) runs at once (issue 25).
+func TestEnqueueNegativeAfterRefused(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	p := mustNew(t, js, "negafter")
+	ctx := testenv.Context(t, 10*time.Second)
+	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("neg"), producer.After(-5*time.Second)); !errors.Is(err, producer.ErrInvalidOption) ||
+		!strings.Contains(err.Error(), "After") {
+		t.Fatalf("After(-5s): %v, want ErrInvalidOption naming After", err)
+	}
+	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("now"), producer.After(0)); err != nil {
+		t.Fatalf("After(0): %v", err)
+	}
+	if n := streamMsgs(t, js, "WORKQ_negafter"); n != 1 {
+		t.Fatalf("stream holds %d, want 1 (not the refused job)", n)
+	}
+	if r, err := p.Status(ctx, "now"); err != nil || r.State != producer.StateQueued {
+		t.Fatalf("After(0) job: %+v, %v; want queued to run at once", r, err)
+	}
+}
+
 func TestEnqueueHeaders(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
