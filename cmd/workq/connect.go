@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/jwt/v2"
@@ -96,12 +97,34 @@ func (c *conn) lostTo(f *connFlags, err error) error {
 // validate checks the flags that go together. connect calls it: the connection
 // flags matter only to the commands that connect.
 func (f *connFlags) validate() error {
+	if err := checkServerURLs(f.server); err != nil {
+		return err
+	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
 	if f.inbox != "" {
 		if err := perms.CheckInbox(f.inbox); err != nil {
 			return fmt.Errorf("--inbox-prefix: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkServerURLs refuses a --server URL whose scheme is not one NATS speaks: an
+// http:// URL (a monitoring port, a copy from a browser) would otherwise end in a dial
+// timeout that does not say why.
+func checkServerURLs(servers string) error {
+	for _, s := range strings.Split(servers, ",") {
+		s = strings.TrimSpace(s)
+		scheme, rest, ok := strings.Cut(s, "://")
+		if !ok {
+			continue // host:port; nats.go assumes nats://
+		}
+		switch strings.ToLower(scheme) {
+		case "nats", "tls", "ws", "wss":
+		default:
+			return fmt.Errorf("--server %s: not a NATS URL (%s://); use nats://%s (or tls://, ws://, wss://)", s, scheme, rest)
 		}
 	}
 	return nil

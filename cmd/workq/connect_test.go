@@ -18,6 +18,11 @@ func TestConnFlagsValidate(t *testing.T) {
 		{"CA only", &connFlags{server: defaultServer, tlsCA: "ca.pem"}, ""},
 		{"certificate without key", &connFlags{server: defaultServer, tlsCert: "c.pem"}, want},
 		{"key without certificate", &connFlags{server: defaultServer, tlsKey: "k.pem"}, want},
+		{"host and port", &connFlags{server: "localhost:4222"}, ""},
+		{"several", &connFlags{server: "nats://a:4222, tls://b:4222,ws://c:8080,WSS://d"}, ""},
+		// issue 25: an http URL ended in an i/o timeout after 3 s
+		{"http", &connFlags{server: "http://localhost:4222"}, "--server http://localhost:4222: not a NATS URL (http://); use nats://localhost:4222 (or tls://, ws://, wss://)"},
+		{"https among others", &connFlags{server: "nats://a:4222,https://b:8222"}, "--server https://b:8222: not a NATS URL (https://); use nats://b:8222 (or tls://, ws://, wss://)"},
 	})
 }
 
