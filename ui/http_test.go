@@ -159,6 +159,10 @@ func TestPagesShowQueuesJobsDeadLettersLocks(t *testing.T) {
 	if !strings.Contains(page, "&#34;sent&#34;: true") || !strings.Contains(page, "the job finished") {
 		t.Errorf("done job page: no pretty result, or no note on its message:\n%s", page)
 	}
+	// A job's times are to the millisecond (issue 25).
+	if !regexp.MustCompile(`<dt>Started</dt><dd>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z</dd>`).MatchString(page) {
+		t.Errorf("done job page: its start is not shown to the millisecond:\n%s", page)
+	}
 	_, page, _ = get(t, c, srv.URL+"/queues/reports/jobs/report-2")
 	if !strings.Contains(page, `data-format="binary"`) || !strings.Contains(page, "00 01 fe ff 70 64 66") {
 		t.Errorf("queued job page: no hex dump of the binary payload:\n%s", page)

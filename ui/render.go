@@ -140,6 +140,7 @@ var funcs = template.FuncMap{
 	"ago":      ago,
 	"since":    since,
 	"stamp":    stamp,
+	"instant":  instant,
 	"duration": func(d admin.Duration) string { return shortDuration(time.Duration(d)) },
 	"bytes":    humanBytes,
 	"pathesc":  pathEscape,
@@ -179,6 +180,16 @@ func stamp(t time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// instant formats t in UTC to the millisecond, for the times of one job (enqueued,
+// started, finished, retry at), where a second hides what happened between them;
+// "—" for a zero time.
+func instant(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000Z")
 }
 
 func shortDuration(d time.Duration) string {

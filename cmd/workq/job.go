@@ -71,12 +71,13 @@ func (f *jobGetFlags) run(ctx context.Context, a *app) error {
 		if !rec.Worker.IsZero() {
 			fields = append(fields, field{"worker", fmt.Sprintf("%s (host %s, pid %d)", rec.Worker.Name, rec.Worker.Host, rec.Worker.PID)})
 		}
-		fields = append(fields, field{"enqueued", rec.EnqueuedAt}, field{"started", rec.StartedAt}, field{"finished", rec.FinishedAt})
+		fields = append(fields, field{"enqueued", instant(rec.EnqueuedAt)}, field{"started", instant(rec.StartedAt)},
+			field{"finished", instant(rec.FinishedAt)})
 		if !rec.RetryAt.IsZero() {
-			fields = append(fields, field{"retry at", rec.RetryAt})
+			fields = append(fields, field{"retry at", instant(rec.RetryAt)})
 		}
 		if !rec.ScheduledAt.IsZero() {
-			fields = append(fields, field{"scheduled for", rec.ScheduledAt})
+			fields = append(fields, field{"scheduled for", instant(rec.ScheduledAt)})
 		}
 		if rec.Schedule != "" {
 			fields = append(fields, field{"fired by schedule", rec.Schedule})

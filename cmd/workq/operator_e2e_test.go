@@ -3,6 +3,7 @@ package main_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -300,6 +301,10 @@ func TestWorkLogsConnection(t *testing.T) {
 		r := wq(t, "", "-s", url, "job", "get", "connlog", "c1")
 		return r.code == 0 && strings.Contains(r.stdout, "done")
 	})
+	// A job's times are shown to the millisecond (issue 25).
+	if r := wq(t, "", "-s", url, "job", "get", "connlog", "c1"); !regexp.MustCompile(`(?m)^finished +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$`).MatchString(r.stdout) {
+		t.Errorf("job get: its finish is not shown to the millisecond:\n%s", r.stdout)
+	}
 	w.stop(t)
 	if strings.Count(w.stderr(), "lost the connection") != 1 {
 		t.Errorf("want one lost-connection line (none for workq's own close at exit); stderr: %s", w.stderr())

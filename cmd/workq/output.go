@@ -33,6 +33,10 @@ func (t *table) row(cells ...any) {
 
 func (t *table) flush() error { return t.tw.Flush() }
 
+// instant is a time shown to the millisecond: when a job started, finished or is
+// due again, where a second hides what happened in between.
+type instant time.Time
+
 // cell formats one value for a table: durations and times short, newlines gone.
 func cell(v any) string {
 	switch x := v.(type) {
@@ -41,6 +45,11 @@ func cell(v any) string {
 			return "-"
 		}
 		return x.Local().Format("2006-01-02 15:04:05")
+	case instant:
+		if time.Time(x).IsZero() {
+			return "-"
+		}
+		return time.Time(x).Local().Format("2006-01-02 15:04:05.000")
 	case time.Duration:
 		return x.Round(time.Millisecond).String()
 	case string:
