@@ -18,6 +18,11 @@ import (
 type Result struct {
 	JobInfo
 	Err error
+	// Unknown is set with Err when the job's publish was sent but no answer came
+	// (the context ended, or the connection failed while it waited): the server may
+	// have stored it. A job with Err and not Unknown was not stored. Enqueuing it
+	// again under the same id is safe either way within the duplicate window.
+	Unknown bool
 }
 
 // pending is a publish awaiting its acknowledgement.
@@ -52,7 +57,8 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 	res := make([]Result, len(jobs))
 	defer p.countBatch(start, res)
 	window := make([]pending, 0, min(p.cfg.maxInFlight, len(jobs)))
-	var uniqs []uniqueJob // the unique jobs published, with their reservations
+	sent := make([]bool, len(jobs)) // a publish of the job went out
+	var uniqs []uniqueJob           // the unique jobs published, with their reservations
 	failed := 0
 	fail := func(i int, err error) {
 		res[i].Err = fmt.Errorf("producer: enqueue job %s on queue %s: %w", res[i].ID, p.names.Queue, err)
@@ -63,6 +69,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 	// The server dedups on the job id, so a duplicate reply may be our own earlier
 	// publish: for an id the producer generated it is not reported as a duplicate.
 	resend := func(i int, msg *nats.Msg) {
+		sent[i] = true
 		ack, err := p.publish(ctx, msg)
 		if err != nil {
 			fail(i, err)
@@ -141,6 +148,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 		for {
 			fut, err := p.publishAsync(ctx, msg)
 			if err == nil {
+				sent[i] = true
 				window = append(window, pending{i: i, msg: msg, fut: fut, sent: time.Now()})
 				break
 			}
@@ -163,6 +171,9 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 		if holder := p.settleUnique(ctx, u.r, res[u.i].ID, res[u.i].Err); holder != "" {
 			res[u.i].JobInfo = JobInfo{ID: holder, Duplicate: true, ScheduledAt: res[u.i].ScheduledAt}
 		}
+	}
+	for i := range res {
+		res[i].Unknown = res[i].Err != nil && sent[i] && !notStored(res[i].Err)
 	}
 	switch {
 	case ctx.Err() != nil && failed > 0:

@@ -14,14 +14,15 @@ import (
 // batchSender sends the jobs read from the input as pipelined batches, prints each
 // job's outcome with --json or --quiet, and counts what became of them.
 type batchSender struct {
-	a      *app
-	f      *enqueueFlags
-	p      *producer.Producer
-	bar    *progress
-	chunk  []jobInput  // read, not sent yet
-	ok     int         // jobs enqueued, duplicates included
-	dups   int         // of which duplicates
-	failed []jobOutput // lines that were no job, and jobs the server refused
+	a       *app
+	f       *enqueueFlags
+	p       *producer.Producer
+	bar     *progress
+	chunk   []jobInput  // read, not sent yet
+	ok      int         // jobs enqueued, duplicates included
+	dups    int         // of which duplicates
+	failed  []jobOutput // lines that were no job, and jobs the server refused: not enqueued
+	unknown []jobOutput // jobs sent whose answer never came (interrupted): maybe enqueued
 }
 
 // jobOutput is what --json prints per job.
@@ -33,6 +34,9 @@ type jobOutput struct {
 	ScheduledAt time.Time `json:"scheduled_at,omitzero"`
 	Line        int       `json:"line,omitempty"`
 	Error       string    `json:"error,omitempty"`
+	// Unknown: the job was sent and no answer came (the enqueue was interrupted);
+	// it may be enqueued. Without it, a line with an error was not enqueued.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // flush sends the chunk as one batch and empties it. It returns the batch's error
@@ -62,10 +66,14 @@ func (s *batchSender) flush(ctx context.Context) error {
 	}
 	for k, r := range res {
 		out := jobOutput{ID: r.ID, Sequence: r.Sequence, Duplicate: r.Duplicate, ScheduledAt: r.ScheduledAt, Line: s.chunk[idx[k]].line}
-		if r.Err != nil {
+		switch {
+		case r.Err != nil && r.Unknown:
+			out.Error, out.Unknown = strip(r.Err).Error(), true
+			s.unknown = append(s.unknown, out)
+		case r.Err != nil:
 			out.Error = strip(r.Err).Error()
 			s.failed = append(s.failed, out)
-		} else {
+		default:
 			s.ok++
 			if r.Duplicate {
 				s.dups++
@@ -94,8 +102,10 @@ func (s *batchSender) stopped(ctx context.Context, cause error, sending bool) er
 }
 
 // interrupted reports an enqueue stopped by SIGINT or SIGTERM and fails the
-// command: how many jobs made it, how many lines read were not sent (or were being
-// sent, with no answer yet).
+// command: how many jobs were enqueued, how many were not (failed, or read and not
+// sent), and how many were sent without an answer: those may be enqueued, and --json
+// marks each "unknown" (sending such a line again under its id is safe within the
+// duplicate window; a line without an id is a new job each time).
 func (s *batchSender) interrupted(sending bool) error {
 	msg := fmt.Sprintf("queue %s: interrupted; %d job(s) enqueued", s.f.queue, s.ok)
 	switch unsent := len(s.chunk); {
@@ -105,7 +115,10 @@ func (s *batchSender) interrupted(sending bool) error {
 		msg += fmt.Sprintf(", %d read but not enqueued", unsent)
 	}
 	if len(s.failed) > 0 {
-		msg += fmt.Sprintf(", %d failed", len(s.failed))
+		msg += fmt.Sprintf(", %d not enqueued (failed)", len(s.failed))
+	}
+	if len(s.unknown) > 0 {
+		msg += fmt.Sprintf(", %d sent without an answer (they may be enqueued: check them with 'workq job get')", len(s.unknown))
 	}
 	return exitCodeError{code: exitError, msg: msg}
 }
@@ -131,11 +144,17 @@ func (s *batchSender) failure(cause error) error {
 	}
 	q := s.f.queue
 	msg := fmt.Sprintf("queue %s: %d job(s) failed, %d enqueued: %s", q, len(s.failed), s.ok, strings.Join(names, "; "))
+	if len(s.failed) == 0 {
+		msg = fmt.Sprintf("queue %s: %d job(s) enqueued", q, s.ok)
+	}
 	if cause != nil {
 		msg = fmt.Sprintf("queue %s: stopped after %d job(s): %v", q, s.ok, explain(cause))
 		if len(s.failed) > 0 {
 			msg += fmt.Sprintf("; %d failed: %s", len(s.failed), strings.Join(names, "; "))
 		}
+	}
+	if len(s.unknown) > 0 {
+		msg += fmt.Sprintf("; %d sent without an answer (they may be enqueued: check them with 'workq job get')", len(s.unknown))
 	}
 	return exitCodeError{code: exitError, msg: msg}
 }

@@ -59,7 +59,7 @@ func (f *enqueueFlags) lines(ctx context.Context, a *app, p *producer.Producer, 
 				continue
 			}
 			s.chunk = append(s.chunk, parseJobLine(line, lastLine, base, f.ndjson))
-			if f.id != "" && s.ok+len(s.failed)+len(s.chunk) > 1 {
+			if f.id != "" && s.ok+len(s.failed)+len(s.unknown)+len(s.chunk) > 1 {
 				return usageError{errors.New("--id names a single job, but the input has more than one; give ids per line with --ndjson")}
 			}
 			if len(s.chunk) >= enqueueChunk {
@@ -80,7 +80,7 @@ func (f *enqueueFlags) lines(ctx context.Context, a *app, p *producer.Producer, 
 		return s.stopped(ctx, err, true)
 	}
 	s.bar.finish()
-	if len(s.failed) > 0 {
+	if len(s.failed) > 0 || len(s.unknown) > 0 {
 		return s.failure(nil)
 	}
 	if !f.jsonOut && !f.quiet {
