@@ -248,6 +248,7 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	// A requeue is a new run, not the delayed job's firing again: a worker would take
 	// a copy with the firing's due time for a second copy of it, and drop it.
 	h.Del(queue.HeaderScheduledAt)
+	h.Del(queue.HeaderEnqueuedAt)
 	h.Set(queue.HeaderID, fmt.Sprintf("%s:requeue:%d", id, d.Sequence))
 	// A new enqueue, the same for every try of this requeue: the dead record names
 	// the enqueue that died, and a copy of it would only be terminated again.

@@ -171,7 +171,7 @@ func (w *Worker) fresh(j *Job, attempt int) *record.Record {
 	return &record.Record{
 		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: record.Running, Attempt: attempt,
 		MaxAttempts: j.maxAttempts, Enqueue: j.enqueue, Run: j.run, LeaseMS: w.cfg.ackWait.Milliseconds(),
-		Sequence: j.md.Sequence.Stream, Worker: &w.identity, EnqueuedAt: j.md.Timestamp, StartedAt: time.Now(),
+		Sequence: j.md.Sequence.Stream, Worker: &w.identity, EnqueuedAt: j.enqueuedAt, StartedAt: time.Now(),
 		ScheduledAt: j.scheduledAt, Schedule: j.schedule,
 	}
 }

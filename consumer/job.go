@@ -35,6 +35,7 @@ type Job struct {
 	unreadable  error         // verdict unreadable: why the value at the job's key is not its record
 	unrun       bool          // claimed only to be dead-lettered unrun: its claim's attempt is not counted
 	scheduledAt time.Time     // a delayed job's due time, or the time a periodic firing stands for
+	enqueuedAt  time.Time     // when the job was enqueued (a delayed job: not when it fired)
 	schedule    string        // the periodic schedule that fired the job
 	metrics     *kindMetrics  // the series of this job's queue and kind
 	unique      string        // the job's unique key (Workq-Unique), "" if none
@@ -59,6 +60,7 @@ func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 		j.id = w.names.JobID(msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
 		j.scheduledAt = queue.ScheduledAt(h)
 	}
+	j.enqueuedAt = queue.EnqueuedAt(h, md.Timestamp)
 	queue.DropServerHeaders(h) // so neither the handler nor a dead letter sees them
 	if len(j.kind) > queue.MaxKindLen {
 		j.kind = j.kind[:queue.MaxKindLen] // such a job is dead-lettered before it runs
@@ -113,7 +115,9 @@ func (j *Job) Schedule() string { return j.schedule }
 // Sequence is the job message's stream sequence.
 func (j *Job) Sequence() uint64 { return j.md.Sequence.Stream }
 
-// EnqueuedAt is when the server stored the job.
+// EnqueuedAt is when the server stored the job's message: for a delayed or periodic
+// job, when it fired. (The job record's enqueued_at says when a delayed job was
+// enqueued.)
 func (j *Job) EnqueuedAt() time.Time { return j.md.Timestamp }
 
 // FencingToken is the revision of this run's claim on the job record: it grows with

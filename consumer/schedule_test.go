@@ -58,6 +58,7 @@ func TestDelayedJobStartsOnTime(t *testing.T) {
 	runWorker(t, newWorker(t, js, "delayed", st.handler()))
 	ctx := testenv.Context(t, 30*time.Second)
 	due := time.Now().Add(2 * time.Second)
+	enqueued := time.Now()
 	info, err := p.Enqueue(ctx, []byte("later"), producer.ID("d1"), producer.At(due), producer.Kind("k"))
 	if err != nil || info.Duplicate || !info.ScheduledAt.Equal(due) {
 		t.Fatalf("Enqueue = %+v, %v", info, err)
@@ -83,6 +84,10 @@ func TestDelayedJobStartsOnTime(t *testing.T) {
 	r = status(t, p, "d1")
 	if !r.ScheduledAt.Equal(due) {
 		t.Fatalf("record %+v", r)
+	}
+	// It was enqueued when it was enqueued, not when it fired (issue 25).
+	if r.EnqueuedAt.Before(enqueued.Add(-time.Second)) || r.EnqueuedAt.After(enqueued.Add(time.Second)) {
+		t.Errorf("record says enqueued at %s, the job was enqueued at %s (due %s)", r.EnqueuedAt, enqueued, due)
 	}
 }
 

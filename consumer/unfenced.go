@@ -51,7 +51,7 @@ func (w *Worker) putRecord(ctx context.Context, j *Job, s record.State, herr err
 	r := &record.Record{
 		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: s, Attempt: j.attempt,
 		MaxAttempts: j.maxAttempts, Enqueue: j.enqueue, Sequence: j.md.Sequence.Stream,
-		Worker: &w.identity, EnqueuedAt: j.md.Timestamp,
+		Worker: &w.identity, EnqueuedAt: j.enqueuedAt,
 	}
 	if herr != nil {
 		r.LastError = recordError(herr.Error())

@@ -23,6 +23,7 @@ func (p *Producer) delay(msg *nats.Msg, at time.Time) {
 	msg.Header.Set(queue.HeaderNatsScheduleTarget, msg.Subject)
 	msg.Header.Set(queue.HeaderNatsExpectedLastSubj, "0")
 	msg.Header.Set(queue.HeaderScheduledAt, at.Format(time.RFC3339Nano))
+	msg.Header.Set(queue.HeaderEnqueuedAt, time.Now().UTC().Format(time.RFC3339Nano))
 	msg.Subject = p.names.DelayedSubject(msg.Header.Get(queue.HeaderID))
 }
 

@@ -25,6 +25,10 @@ const (
 const (
 	// HeaderScheduledAt is when a delayed job is due (RFC 3339 with nanoseconds, UTC).
 	HeaderScheduledAt = "Workq-Scheduled-At"
+	// HeaderEnqueuedAt is when a delayed job was enqueued (RFC 3339 with
+	// nanoseconds, UTC, the producer's clock): the copy the server fires is stored,
+	// and so timestamped, when it is due.
+	HeaderEnqueuedAt = "Workq-Enqueued-At"
 	// HeaderSchedule names the periodic schedule that fired a job.
 	HeaderSchedule = "Workq-Schedule"
 	// HeaderScheduleSpec is the periodic schedule's spec as its owner wrote it; a
@@ -73,6 +77,19 @@ func ScheduledAt(h nats.Header) time.Time {
 	}
 	t, _ := time.Parse(time.RFC3339Nano, v)
 	return t
+}
+
+// EnqueuedAt is when the job of a message was enqueued: the time a delayed job
+// carries (HeaderEnqueuedAt), else stored, the message's own timestamp.
+func EnqueuedAt(h nats.Header, stored time.Time) time.Time {
+	v := h.Get(HeaderEnqueuedAt)
+	if v == "" {
+		return stored
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t
+	}
+	return stored
 }
 
 // DropServerHeaders deletes from h, in place, the headers that are the server's
