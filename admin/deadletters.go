@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/retry"
 )
@@ -181,7 +182,17 @@ type Requeued struct {
 // duplicate window). Only once the server has stored it is the dead letter deleted:
 // an interrupted requeue loses nothing, and running it again completes it. progress,
 // if not nil, is called after each one. On error the requeued so far are returned.
-func (a *Admin) RequeueDead(ctx context.Context, name string, sel Selection, progress func(Requeued)) ([]Requeued, error) {
+func (a *Admin) RequeueDead(ctx context.Context, name string, sel Selection, progress func(Requeued), opts ...RequeueOption) ([]Requeued, error) {
+	var ro requeueOptions
+	for _, o := range opts {
+		if o != nil {
+			o(&ro)
+		}
+	}
+	if len(ro.kind) > queue.MaxKindLen {
+		return nil, fmt.Errorf("queue %s: requeue: %w", name, option.Invalid("RequeueKind", fmt.Sprintf("of %d bytes", len(ro.kind)),
+			fmt.Sprintf("at most %d bytes", queue.MaxKindLen)))
+	}
 	n, s, err := a.deadStream(ctx, name)
 	if err != nil {
 		return nil, err
@@ -207,7 +218,7 @@ func (a *Admin) RequeueDead(ctx context.Context, name string, sel Selection, pro
 	}
 	var done []Requeued
 	for _, d := range todo {
-		r, err := requeueOne(ctx, a.js, s, n, d)
+		r, err := requeueOne(ctx, a.js, s, n, d, ro)
 		if err != nil {
 			return done, err
 		}
@@ -219,7 +230,20 @@ func (a *Admin) RequeueDead(ctx context.Context, name string, sel Selection, pro
 	return done, nil
 }
 
-func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n queue.Names, d DeadLetter) (Requeued, error) {
+// RequeueOption changes the jobs RequeueDead puts back.
+type RequeueOption func(*requeueOptions)
+
+type requeueOptions struct {
+	kind string
+}
+
+// RequeueKind gives the requeued jobs kind k (their Workq-Kind), in place of the one
+// they died with: for a job enqueued without a kind, or under one no handler takes,
+// that a consumer.Mux dead-lettered with ErrUnknownKind. The empty kind leaves the
+// jobs' own.
+func RequeueKind(k string) RequeueOption { return func(o *requeueOptions) { o.kind = k } }
+
+func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n queue.Names, d DeadLetter, ro requeueOptions) (Requeued, error) {
 	id := d.JobID
 	level, subjectID, ok := n.JobLevel(d.Subject)
 	if !ok {
@@ -249,6 +273,9 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	// a copy with the firing's due time for a second copy of it, and drop it.
 	h.Del(queue.HeaderScheduledAt)
 	h.Del(queue.HeaderEnqueuedAt)
+	if ro.kind != "" {
+		h.Set(queue.HeaderKind, ro.kind)
+	}
 	h.Set(queue.HeaderID, fmt.Sprintf("%s:requeue:%d", id, d.Sequence))
 	// A new enqueue, the same for every try of this requeue: the dead record names
 	// the enqueue that died, and a copy of it would only be terminated again.

@@ -101,3 +101,49 @@ func TestRequeueRunsDeadDelayedJob(t *testing.T) {
 		}
 	}
 }
+
+// A job enqueued without a kind to a worker with a Mux dies with ErrUnknownKind; a
+// requeue with RequeueKind gives it the kind a handler takes, and it runs (issue 25:
+// a requeue could not fix its kind).
+func TestRequeueWithKind(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	p, err := producer.New(ctx, js, "kinds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := consumer.NewMux()
+	var ran atomic.Int32
+	mux.RouteFunc("email", func(context.Context, *consumer.Job) error { ran.Add(1); return nil })
+	w, err := consumer.New(ctx, js, "kinds", mux, consumer.Logger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	defer func() { stop(); <-done }()
+	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("kindless")); err != nil {
+		t.Fatal(err)
+	}
+	state := func() producer.State {
+		r, err := p.Status(ctx, "kindless")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.State
+	}
+	testenv.Eventually(t, 10*time.Second, "the kindless job dead", func() bool { return state() == producer.StateDead })
+	if _, err := adm(t, js).RequeueDead(ctx, "kinds", admin.Selection{All: true}, nil, admin.RequeueKind(strings.Repeat("k", 2000))); !errors.Is(err, producer.ErrInvalidOption) {
+		t.Fatalf("RequeueKind of 2000 bytes: %v, want ErrInvalidOption", err)
+	}
+	if got, err := adm(t, js).RequeueDead(ctx, "kinds", admin.Selection{IDs: []string{"kindless"}}, nil, admin.RequeueKind("email")); err != nil || len(got) != 1 {
+		t.Fatalf("Requeue = %+v, %v", got, err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the requeued job done", func() bool { return state() == producer.StateDone })
+	if r, _ := p.Status(ctx, "kindless"); r.Kind != "email" || ran.Load() != 1 {
+		t.Fatalf("record %+v after %d runs: want kind email, one run", r, ran.Load())
+	}
+}

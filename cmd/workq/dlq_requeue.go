@@ -19,6 +19,7 @@ type dlqRequeueFlags struct {
 	ids     []string
 	seqs    []uint
 	all     bool
+	kind    string
 	jsonOut bool
 }
 
@@ -40,6 +41,7 @@ and running it again finishes it without duplicating what was already requeued.`
 	}
 	cmd.Flags().BoolVar(&f.all, "all", false, "requeue every dead letter")
 	cmd.Flags().UintSliceVar(&f.seqs, "seq", nil, "dead-letter sequence(s) to requeue")
+	cmd.Flags().StringVar(&f.kind, "kind", "", "give the requeued jobs this kind (for jobs enqueued without one, or under one no handler takes)")
 	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print each requeued job as a JSON line")
 	return cmd
 }
@@ -64,7 +66,7 @@ func (f *dlqRequeueFlags) run(ctx context.Context, a *app) error {
 			} else {
 				fmt.Fprintf(a.stdout, "requeued %s (dead letter #%d, now sequence %d)\n", r.JobID, r.DeadSeq, r.Sequence)
 			}
-		})
+		}, admin.RequeueKind(f.kind))
 		if err != nil {
 			return err
 		}

@@ -347,6 +347,7 @@ func gone(pid int) bool {
 // jobRecord is the part of `workq job get --json` the tests read.
 type jobRecord struct {
 	ID        string `json:"id"`
+	Kind      string `json:"kind"`
 	State     string `json:"state"`
 	Attempt   int    `json:"attempt"`
 	Result    []byte `json:"result"`

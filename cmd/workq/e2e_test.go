@@ -128,8 +128,8 @@ func TestDeadLettersListedAndRequeued(t *testing.T) {
 		t.Errorf("dlq show:\n%s", out)
 	}
 
-	// Requeue one by id, then the rest.
-	if out := ok(t, "", "dlq", "requeue", q, "d1"); !strings.Contains(out, "requeued d1") {
+	// Requeue one by id (with a kind, which it runs with: issue 25), then the rest.
+	if out := ok(t, "", "dlq", "requeue", q, "d1", "--kind", "report"); !strings.Contains(out, "requeued d1") {
 		t.Errorf("requeue d1 said %q", out)
 	}
 	okJSON(t, &dead, "dlq", "ls", q, "--json")
@@ -151,8 +151,8 @@ func TestDeadLettersListedAndRequeued(t *testing.T) {
 	w = start(t, "work", q, "-c", "4", "--", "cat")
 	waitFor(t, 20*time.Second, "requeued jobs done", func() bool { return getQueue(t, q).Jobs == 0 })
 	waitFor(t, 10*time.Second, "d1 done", func() bool { return getJob(t, q, "d1").State == "done" })
-	if r := getJob(t, q, "d1"); string(r.Result) != "first\n" {
-		t.Errorf("d1 result %q", r.Result)
+	if r := getJob(t, q, "d1"); string(r.Result) != "first\n" || r.Kind != "report" {
+		t.Errorf("d1 result %q, kind %q; want its payload, and the kind it was requeued with", r.Result, r.Kind)
 	}
 	w.signal(t, syscall.SIGTERM)
 	w.wait(t, 15*time.Second)
