@@ -26,7 +26,7 @@ type enqueueFlags struct {
 	id, kind    string
 	headers     []string
 	maxAttempts int
-	priority    int           // --priority, 0 for normal
+	priority    priorityArg   // --priority, 0 for normal
 	at          string        // --at, an RFC 3339 time
 	in          time.Duration // --in
 	unique      string        // --unique
@@ -52,7 +52,7 @@ bar on a terminal. --raw makes the whole input one job. With --ndjson each line 
 a JSON object:
 
   {"payload": <string or any JSON>, "payload_base64": "...", "id": "...",
-   "kind": "...", "headers": {"K": "v"}, "max_attempts": 3, "priority": 3,
+   "kind": "...", "headers": {"K": "v"}, "max_attempts": 3, "priority": "high",
    "at": "2026-11-24T02:00:00Z" | "after": "10m",
    "unique": "...", "unique_for": "1h"}
 
@@ -61,8 +61,9 @@ A string payload is enqueued as its text, any other JSON value as its JSON.
 "unique" (--unique) makes a job unique by that key: while a job with the key is
 scheduled, queued, running or retrying (and for "unique_for" / --unique-for after
 it ended), another one is a duplicate and nothing is stored.
-"priority" (--priority) is 1 (low), 2 (normal, the default), 3 (high) or 4
-(urgent): a worker takes waiting jobs of a higher level first.
+"priority" (--priority) is low, normal (the default), high or urgent (or the
+level's number, 1 the lowest to 4): a worker takes waiting jobs of a higher
+level first.
 --kind, --header, --max-attempts, --priority, --at, --in, --unique and --unique-for
 apply to every job; --id to a single job.
 The exit status is non-zero if any job failed; the failed ones are named.`,
@@ -89,7 +90,7 @@ The exit status is non-zero if any job failed; the failed ones are named.`,
 	fl.StringVar(&f.kind, "kind", "", "job kind")
 	fl.StringArrayVarP(&f.headers, "header", "H", nil, "header k=v to add to every job (repeatable)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempt limit for these jobs (default: the worker's)")
-	fl.IntVar(&f.priority, "priority", 0, "priority level of these jobs: 1 low, 2 normal (default), 3 high, 4 urgent")
+	fl.Var(&f.priority, "priority", "priority level of these jobs: low, normal (the default), high or urgent (or 1 to 4, 1 the lowest)")
 	fl.StringVar(&f.at, "at", "", "delay the jobs until this RFC 3339 time (e.g. 2026-11-24T02:00:00Z)")
 	fl.DurationVar(&f.in, "in", 0, "delay the jobs by this duration (e.g. 90s, 10m)")
 	fl.StringVar(&f.unique, "unique", "", "unique key: a duplicate while a job with this key is scheduled, queued, running or retrying")
@@ -125,8 +126,6 @@ func (f *enqueueFlags) validate() error {
 		return errors.New("--unique-for needs --unique")
 	case f.maxAttempts < 0:
 		return fmt.Errorf("--max-attempts %d: want ≥ 1", f.maxAttempts)
-	case f.priority != 0 && (f.priority < producer.PriorityLow || f.priority > producer.PriorityUrgent):
-		return fmt.Errorf("--priority %d: want 1 (low), 2 (normal), 3 (high) or 4 (urgent)", f.priority)
 	case f.hasPayload && (f.file != "" || f.raw || f.ndjson):
 		return errors.New("give the payload as an argument or with --file/stdin, not both")
 	case f.raw && f.ndjson:
@@ -187,7 +186,7 @@ func (f *enqueueFlags) one(ctx context.Context, a *app, p *producer.Producer, in
 	}
 	octx, cancel := a.opCtx(ctx)
 	defer cancel()
-	info, err := p.Enqueue(octx, payload, producer.ID(f.id), producer.Kind(f.kind), headerOpts(f.header), producer.MaxAttempts(f.maxAttempts), producer.Priority(f.priority), producer.At(f.due()),
+	info, err := p.Enqueue(octx, payload, producer.ID(f.id), producer.Kind(f.kind), headerOpts(f.header), producer.MaxAttempts(f.maxAttempts), producer.Priority(int(f.priority)), producer.At(f.due()),
 		producer.Unique(f.unique), producer.UniqueFor(f.uniqueFor))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -217,7 +216,7 @@ func parseHeaders(kvs []string) (nats.Header, error) {
 // base is the job every input line starts from: the flags' id, kind, headers,
 // attempt limit and due time.
 func (f *enqueueFlags) base() producer.Job {
-	return producer.Job{ID: f.id, Kind: f.kind, Header: f.header, MaxAttempts: f.maxAttempts, Priority: f.priority, At: f.due(), Unique: f.unique, UniqueFor: f.uniqueFor}
+	return producer.Job{ID: f.id, Kind: f.kind, Header: f.header, MaxAttempts: f.maxAttempts, Priority: int(f.priority), At: f.due(), Unique: f.unique, UniqueFor: f.uniqueFor}
 }
 
 // due is when --at or --in delay the jobs to (--in counts from now); zero without

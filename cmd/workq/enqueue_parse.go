@@ -29,7 +29,7 @@ type ndjsonJob struct {
 	Payload       json.RawMessage `json:"payload"`
 	PayloadBase64 string          `json:"payload_base64"`
 	MaxAttempts   int             `json:"max_attempts"`
-	Priority      int             `json:"priority"`   // 1 low … 4 urgent; 0 or absent: --priority
+	Priority      priorityArg     `json:"priority"`   // low … urgent, or 1 … 4; 0 or absent: --priority
 	At            string          `json:"at"`         // RFC 3339: delay the job until then
 	After         string          `json:"after"`      // a duration: delay the job by it
 	Unique        string          `json:"unique"`     // the job's unique key
@@ -83,11 +83,8 @@ func parseJobLine(line []byte, n int, base producer.Job, ndjson bool) jobInput {
 	if nj.MaxAttempts > 0 {
 		j.MaxAttempts = nj.MaxAttempts
 	}
-	switch {
-	case nj.Priority != 0 && (nj.Priority < producer.PriorityLow || nj.Priority > producer.PriorityUrgent):
-		return jobInput{line: n, err: fmt.Errorf("priority %d: want 1 (low), 2 (normal), 3 (high) or 4 (urgent)", nj.Priority)}
-	case nj.Priority != 0:
-		j.Priority = nj.Priority
+	if nj.Priority != 0 {
+		j.Priority = int(nj.Priority)
 	}
 	switch {
 	case nj.At != "" && nj.After != "":

@@ -1,8 +1,13 @@
 package main_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // job ls lists a queue's jobs by state, a page at a time, and follows its own cursor
@@ -47,17 +52,41 @@ func TestEnqueuePriority(t *testing.T) {
 	t.Parallel()
 	const q = "prio-cli"
 	ok(t, "", "enqueue", q, "x", "--id", "urgent-1", "--priority", "4")
-	ok(t, `{"id":"low-1","priority":1}`+"\n"+`{"id":"normal-1"}`+"\n", "enqueue", q, "--ndjson")
-	if qi := getQueue(t, q); qi.Jobs != 3 || qi.Pending != 3 {
-		t.Errorf("queue info: %+v; want 3 jobs pending", qi)
+	ok(t, "", "enqueue", q, "x", "--id", "high-1", "--priority", "high") // by name (issue 25)
+	ok(t, `{"id":"low-1","priority":1}`+"\n"+`{"id":"normal-1"}`+"\n"+`{"id":"low-2","priority":"low"}`+"\n", "enqueue", q, "--ndjson")
+	if qi := getQueue(t, q); qi.Jobs != 5 || qi.Pending != 5 {
+		t.Errorf("queue info: %+v; want 5 jobs pending", qi)
+	}
+	// Each on its level's subject.
+	nc, err := nats.Connect(serverURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, "WORKQ_"+q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, subject := range map[string]string{"urgent-1": "prio.4.urgent-1", "high-1": "prio.3.high-1", "low-1": "prio.1.low-1",
+		"low-2": "prio.1.low-2", "normal-1": "jobs.normal-1"} {
+		if _, err := s.GetLastMsgForSubject(ctx, "workq."+q+"."+subject); err != nil {
+			t.Errorf("%s not on workq.%s.%s: %v", id, q, subject, err)
+		}
 	}
 	out := ok(t, "", "job", "ls", q, "--state", "queued")
-	for _, id := range []string{"urgent-1", "low-1", "normal-1"} {
+	for _, id := range []string{"urgent-1", "high-1", "low-1", "normal-1", "low-2"} {
 		if !strings.Contains(out, id) {
 			t.Errorf("job ls lacks %s:\n%s", id, out)
 		}
 	}
-	oneLine(t, wq(t, "", "enqueue", q, "x", "--priority", "5"), 2, "--priority 5")
+	oneLine(t, wq(t, "", "enqueue", q, "x", "--priority", "5"), 2, "priority 5", "want low, normal, high or urgent")
+	oneLine(t, wq(t, "", "enqueue", q, "x", "--priority", "highest"), 2, "priority highest")
 	r := wq(t, `{"id":"bad","priority":9}`+"\n", "enqueue", q, "--ndjson")
 	if r.code != 1 || !strings.Contains(r.stderr, "priority 9") {
 		t.Errorf("exit %d, stderr %s", r.code, r.stderr)
