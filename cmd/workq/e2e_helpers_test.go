@@ -20,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/workq/workq/internal/testbin"
 )
 
@@ -404,4 +407,20 @@ func oneLine(t *testing.T, r result, code int, what ...string) {
 			t.Errorf("stderr %q does not mention %q", r.stderr, w)
 		}
 	}
+}
+
+// jsClient connects a Go client to url, closed when the test ends, for what a test
+// checks beside the CLI.
+func jsClient(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

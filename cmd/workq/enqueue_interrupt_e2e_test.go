@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/workq/workq/producer"
 )
 
@@ -45,15 +42,7 @@ func TestEnqueueInterruptedSaysWhatIsStored(t *testing.T) {
 		t.Errorf("stderr %q does not say it was interrupted", p.stderr())
 	}
 
-	nc, err := nats.Connect(serverURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jsClient(t, serverURL)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pr, err := producer.New(ctx, js, q)

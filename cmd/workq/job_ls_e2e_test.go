@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // job ls lists a queue's jobs by state, a page at a time, and follows its own cursor
@@ -58,15 +55,7 @@ func TestEnqueuePriority(t *testing.T) {
 		t.Errorf("queue info: %+v; want 5 jobs pending", qi)
 	}
 	// Each on its level's subject.
-	nc, err := nats.Connect(serverURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jsClient(t, serverURL)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, "WORKQ_"+q)
