@@ -127,7 +127,7 @@ func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 	case watched:
 		w.stats.stale.Add(1)
 		j.metrics.stale.Inc()
-		w.watch(j.lease, min(j.retryIn, w.cfg.heartbeat))
+		w.watch(j.lease, min(j.retryIn, w.cfg.heartbeat, watchPoll))
 	case busy:
 		w.stats.busy.Add(1)
 		j.nak(j.retryIn)
@@ -146,6 +146,13 @@ func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 	}
 	return false
 }
+
+// watchPoll is how long a watched delivery waits at most before it reads the job's
+// record again: the run it waits for most often ends well within its lease (a copy
+// the server sent while the run went on), and the copy should end soon after, not a
+// heartbeat interval (10 s at the default AckWait) later. Watched deliveries are the
+// rare copies, so the reads cost little.
+const watchPoll = time.Second
 
 // watch keeps a delivery whose job another run holds off the handler slots for wait,
 // its lease reporting progress, then hands it to a slot to decide again: the holder
