@@ -73,6 +73,8 @@ type puller struct {
 	failed    chan error     // a fetch that failed: the consumer may need re-creating
 	healthy   atomic.Bool    // a fetch ended well since the last look: reset the backoff
 	stopping  atomic.Bool
+	first     chan struct{}  // closed once the first pull has been answered (firstPulls)
+	pulled    atomic.Bool    // the first pull was sent
 	sweep     atomic.Bool    // sweep the consumer's orphans once pulls work (orphans.go)
 	sweeping  atomic.Bool    // a sweep is under way
 	sweeps    sync.WaitGroup // sweeps under way
@@ -88,7 +90,7 @@ func (w *Worker) newPuller(src *source) *puller {
 	}
 	p := &puller{
 		w: w, src: src, buf: make(chan *lease, w.cfg.concurrency+extra+1), wake: make(chan struct{}, 1),
-		failed: make(chan error, maxFetches),
+		failed: make(chan error, maxFetches), first: make(chan struct{}),
 	}
 	p.sweep.Store(true) // at start, once the first pull works
 	return p
@@ -106,6 +108,23 @@ func (p *puller) startSweep(ctx context.Context) {
 		defer p.sweeping.Store(false)
 		p.w.sweepOrphans(ctx, p.src)
 	}()
+}
+
+// firstPulls waits, at most wait, until every level's first pull has been answered:
+// a slot that took the first delivery to arrive could start a lower level's job while
+// a higher level's jobs were still on their way.
+func (w *Worker) firstPulls(ctx context.Context, wait time.Duration) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for _, s := range w.sources {
+		select {
+		case <-s.puller.first:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // poke wakes the fetch loop.
@@ -307,11 +326,23 @@ func (p *puller) report(err error) {
 }
 
 // pull sends one Fetch for n deliveries and moves what arrives into the buffer, each
-// with its lease.
+// with its lease. The first is a no-wait pull, answered at once with what the level
+// has, so that a starting worker knows every level's waiting jobs before its slots
+// take one (firstPulls).
 func (p *puller) pull(n int, expiry, idle time.Duration) error {
 	inc := p.src.incarnation()
-	batch, err := p.src.consumer.Fetch(n, jetstream.FetchMaxWait(expiry), jetstream.FetchHeartbeat(idle))
+	first := !p.pulled.Swap(true)
+	var batch jetstream.MessageBatch
+	var err error
+	if first {
+		batch, err = p.src.consumer.FetchNoWait(n)
+	} else {
+		batch, err = p.src.consumer.Fetch(n, jetstream.FetchMaxWait(expiry), jetstream.FetchHeartbeat(idle))
+	}
 	if err != nil {
+		if first {
+			close(p.first) // no answer to wait for
+		}
 		return err
 	}
 	p.requested.Add(int64(n))
@@ -336,6 +367,9 @@ func (p *puller) pull(n int, expiry, idle time.Duration) error {
 		}
 		p.requested.Add(int64(got - n))
 		p.open.Add(-1)
+		if first {
+			close(p.first)
+		}
 		if err := batch.Error(); err != nil {
 			p.report(err)
 		} else {

@@ -191,10 +191,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	var slots sync.WaitGroup
 	slots.Add(1)
 	go func() { defer slots.Done(); w.limits.watch(slotCtx) }()
+	expiry, _ := pullTimes(w.cfg.ackWait, w.cfg.heartbeat)
 	for range w.cfg.concurrency {
 		slots.Add(1)
 		go func() {
 			defer slots.Done()
+			w.firstPulls(slotCtx, expiry)
 			for {
 				l := w.take(slotCtx)
 				if l == nil {
