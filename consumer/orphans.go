@@ -42,7 +42,7 @@ func (w *Worker) sweepOrphans(ctx context.Context, s *source) {
 	}
 	floor := ci.AckFloor.Stream
 	// A handle of its own: Info on the worker's would change the stream info it has
-	// cached since it started, which other decisions read (forgottenDuplicate).
+	// cached since it started, which other code reads (the stream's replicas).
 	stream, err := w.js.Stream(ctx, w.names.Stream)
 	if err != nil {
 		return
