@@ -73,20 +73,11 @@ func TestRequeueRunsDeadDelayedJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	defer func() { stop(); <-done }()
+	runUntilEnd(t, w)
 	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("remind"), producer.After(200*time.Millisecond), producer.Priority(producer.PriorityHigh)); err != nil {
 		t.Fatal(err)
 	}
-	state := func() producer.State {
-		r, err := p.Status(ctx, "remind")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.State
-	}
+	state := func() producer.State { return jobState(t, p, "remind") }
 	testenv.Eventually(t, 10*time.Second, "the delayed job dead", func() bool { return state() == producer.StateDead })
 	if got, err := adm(t, js).RequeueDead(ctx, "later", admin.Selection{IDs: []string{"remind"}}, nil); err != nil || len(got) != 1 {
 		t.Fatalf("Requeue = %+v, %v", got, err)
@@ -121,20 +112,11 @@ func TestRequeueWithKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	defer func() { stop(); <-done }()
+	runUntilEnd(t, w)
 	if _, err := p.Enqueue(ctx, []byte("x"), producer.ID("kindless")); err != nil {
 		t.Fatal(err)
 	}
-	state := func() producer.State {
-		r, err := p.Status(ctx, "kindless")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.State
-	}
+	state := func() producer.State { return jobState(t, p, "kindless") }
 	testenv.Eventually(t, 10*time.Second, "the kindless job dead", func() bool { return state() == producer.StateDead })
 	if _, err := adm(t, js).RequeueDead(ctx, "kinds", admin.Selection{All: true}, nil, admin.RequeueKind(strings.Repeat("k", 2000))); !errors.Is(err, producer.ErrInvalidOption) {
 		t.Fatalf("RequeueKind of 2000 bytes: %v, want ErrInvalidOption", err)
@@ -146,4 +128,23 @@ func TestRequeueWithKind(t *testing.T) {
 	if r, _ := p.Status(ctx, "kindless"); r.Kind != "email" || ran.Load() != 1 {
 		t.Fatalf("record %+v after %d runs: want kind email, one run", r, ran.Load())
 	}
+}
+
+// runUntilEnd runs w until the test ends.
+func runUntilEnd(t *testing.T, w *consumer.Worker) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+}
+
+// jobState is job id's state as p reports it, failing the test on error.
+func jobState(t *testing.T, p *producer.Producer, id string) producer.State {
+	t.Helper()
+	r, err := p.Status(testenv.Context(t, 5*time.Second), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.State
 }
