@@ -27,28 +27,49 @@ func (p *Producer) Status(ctx context.Context, id string) (*Record, error) {
 	if err := queue.CheckID(id); err != nil {
 		return nil, fmt.Errorf("producer: status on queue %s: %w", p.names.Queue, err)
 	}
-	// Record, then stream, then record again: a worker may claim and finish the job
-	// between the first two reads (and the server fire a delayed job between the
-	// stream's two).
-	for range 2 {
-		rec, err := p.records.Get(ctx, id)
-		if err == nil {
-			return publicRecord(rec), nil
-		}
-		if !errors.Is(err, record.ErrNotFound) {
-			return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
-		}
-		for _, subject := range p.names.JobSubjects(id) {
-			msg, err := p.lastMsg(ctx, subject)
-			if err == nil {
-				return queuedRecord(p.names.Queue, id, msg), nil
-			}
-			if !errors.Is(err, jetstream.ErrMsgNotFound) {
-				return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
-			}
-		}
+	rec, msg, err := locate(id, p.names.JobSubjects(id),
+		func() (*record.Record, error) { return p.records.Get(ctx, id) },
+		func(subject string) (*jetstream.RawStreamMsg, error) { return p.lastMsg(ctx, subject) })
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("producer: status of job %s on queue %s: %w", id, p.names.Queue, err)
+	case rec != nil:
+		return publicRecord(rec), nil
+	case msg != nil:
+		return queuedRecord(p.names.Queue, id, msg), nil
 	}
 	return nil, fmt.Errorf("producer: job %s on queue %s: %w", id, p.names.Queue, ErrNotFound)
+}
+
+// locate reads job id's stages in the order of its life, each written before the one
+// before it goes: its record, its message on subjects (delayed, then at every level:
+// JobSubjects), its record again. A job that moves on between two reads (the server
+// fires it; a worker claims, runs and finishes it) is seen at its later stage, so
+// nil, nil, nil means it was never stored, or its record expired. It returns the
+// record if one was read, else the message.
+func locate(id string, subjects []string, readRecord func() (*record.Record, error),
+	readMsg func(subject string) (*jetstream.RawStreamMsg, error)) (*record.Record, *jetstream.RawStreamMsg, error) {
+	tryRecord := func() (*record.Record, error) {
+		rec, err := readRecord()
+		if errors.Is(err, record.ErrNotFound) {
+			return nil, nil
+		}
+		return rec, err
+	}
+	if rec, err := tryRecord(); rec != nil || err != nil {
+		return rec, nil, err
+	}
+	for _, subject := range subjects {
+		msg, err := readMsg(subject)
+		if err == nil {
+			return nil, msg, nil
+		}
+		if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, nil, fmt.Errorf("read job %s's message: %w", id, err)
+		}
+	}
+	rec, err := tryRecord()
+	return rec, nil, err
 }
 
 // queuedRecord is the record of a job that no worker has claimed yet: its message

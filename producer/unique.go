@@ -189,7 +189,7 @@ type sighting struct {
 // before it acks), so a job that moves on between two reads is seen at its later
 // stage, and nothing seen means the job was never stored, or its record expired.
 func (p *Producer) sighting(ctx context.Context, id string) (sighting, error) {
-	for _, subject := range append([]string{p.names.DelayedSubject(id)}, p.names.LevelJobSubjects(id)...) {
+	for _, subject := range p.names.JobSubjects(id) {
 		m, err := p.lastMsg(ctx, subject)
 		if err == nil {
 			return sighting{live: true, seq: m.Sequence}, nil

@@ -64,10 +64,12 @@ func (n Names) LevelConsumer(p int) string {
 	return n.Consumer + "-p" + strconv.Itoa(p)
 }
 
-// JobSubjects are the subjects job id may wait on, to run now at any level (normal
-// first: most jobs are) or delayed.
+// JobSubjects are the subjects job id may wait on, in the order of its life: delayed,
+// then to run now at any level (normal first: most jobs are). The server stores a
+// fired job before it removes its schedule, so reads in this order see a job that
+// fires between two of them at its later stage, never at neither.
 func (n Names) JobSubjects(id string) []string {
-	return append(n.LevelJobSubjects(id), n.DelayedSubject(id))
+	return append([]string{n.DelayedSubject(id)}, n.LevelJobSubjects(id)...)
 }
 
 // LevelJobSubjects are the subjects job id may wait on to run now, normal first.
