@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -284,7 +285,7 @@ func (p *puller) fetch(ctx context.Context) error {
 			}
 		}
 		if missing := p.missing(); missing > 0 && p.open.Load() < maxFetches && !p.src.unusable.Load() {
-			if err := p.pull(missing, expiry, idle); err != nil {
+			if err := p.pull(ctx, missing, expiry, idle); err != nil {
 				if w.js.Conn().IsClosed() {
 					return fmt.Errorf("pull: %w", jetstream.ErrConnectionClosed)
 				}
@@ -328,18 +329,27 @@ func (p *puller) report(err error) {
 // pull sends one Fetch for n deliveries and moves what arrives into the buffer, each
 // with its lease. The first is a no-wait pull, answered at once with what the level
 // has, so that a starting worker knows every level's waiting jobs before its slots
-// take one (firstPulls).
-func (p *puller) pull(n int, expiry, idle time.Duration) error {
+// take one (firstPulls). A worker told to stop quickly (internal/quickstop) ends its
+// pull when ctx ends, instead of letting it expire.
+func (p *puller) pull(ctx context.Context, n int, expiry, idle time.Duration) error {
 	inc := p.src.incarnation()
 	first := !p.pulled.Swap(true)
 	var batch jetstream.MessageBatch
 	var err error
-	if first {
+	endPull := func() {}
+	switch {
+	case first:
 		batch, err = p.src.consumer.FetchNoWait(n)
-	} else {
+	case p.w.quick:
+		// FetchContext asks the server for nine tenths of the time left: expiry.
+		var pctx context.Context
+		pctx, endPull = context.WithTimeout(ctx, expiry+expiry/9)
+		batch, err = p.src.consumer.Fetch(n, jetstream.FetchContext(pctx), jetstream.FetchHeartbeat(idle))
+	default:
 		batch, err = p.src.consumer.Fetch(n, jetstream.FetchMaxWait(expiry), jetstream.FetchHeartbeat(idle))
 	}
 	if err != nil {
+		endPull()
 		if first {
 			close(p.first) // no answer to wait for
 		}
@@ -350,6 +360,7 @@ func (p *puller) pull(n int, expiry, idle time.Duration) error {
 	p.fetches.Add(1)
 	go func() {
 		defer p.fetches.Done()
+		defer endPull()
 		got := 0
 		for msg := range batch.Messages() {
 			got++
@@ -370,7 +381,11 @@ func (p *puller) pull(n int, expiry, idle time.Duration) error {
 		if first {
 			close(p.first)
 		}
-		if err := batch.Error(); err != nil {
+		err := batch.Error()
+		if p.w.quick && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			err = nil // the pull's own end, not a failure
+		}
+		if err != nil {
 			p.report(err)
 		} else {
 			p.healthy.Store(true)

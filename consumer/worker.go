@@ -17,6 +17,7 @@ import (
 	"github.com/workq/workq/internal/naming"
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/quickstop"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
 )
@@ -64,6 +65,7 @@ type Worker struct {
 	running  atomic.Bool
 	health   atomic.Pointer[error] // why pulls fail; nil while they work
 	observe  attempt.Observer      // told each run's outcome; from Run's context, usually nil (observe.go)
+	quick    bool                  // end open pulls at once on stop; from Run's context (internal/quickstop)
 
 	limits    queueLimits       // the queue's limits (queue_limits.go)
 	gateCtx   context.Context   // ends when Run stops pulling: waiting for a limit stops then
@@ -173,6 +175,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer w.running.Store(false)
 	w.observe = attempt.ObserverOf(ctx)
+	w.quick = quickstop.Of(ctx)
 
 	// Handlers run on a context that outlives ctx until the drain timeout.
 	handlerCtx, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))

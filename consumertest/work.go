@@ -16,6 +16,7 @@ import (
 	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/quickstop"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
@@ -168,7 +169,9 @@ func Work(t testing.TB, h consumer.Handler, payload []byte, opts ...Option) *Res
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		runErr = w.Run(attempt.WithObserver(runCtx, observe))
+		// The server is discarded with the test: the worker need not let its open
+		// pull expire when it stops (internal/quickstop), which took a second a test.
+		runErr = w.Run(quickstop.With(attempt.WithObserver(runCtx, observe)))
 	}()
 	// The worker stops in the background once the attempt is settled; the test's
 	// cleanup waits for it.

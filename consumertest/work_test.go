@@ -235,3 +235,20 @@ func TestWorkFailsTheTest(t *testing.T) {
 		})
 	}
 }
+
+// Work's worker stops at once when the test ends: it does not let its open pull run
+// out (up to a second at the default AckWait), which made a suite of handler tests
+// cost a second a test (issue 25). What is left is the server's shutdown.
+func TestWorkStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	var returned time.Time
+	t.Run("work", func(t *testing.T) {
+		consumertest.Work(t, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }), nil)
+		returned = time.Now()
+	})
+	// The pull opened as the worker started, a few milliseconds before the outcome:
+	// left to expire, it would hold the stop for most of a second.
+	if took := time.Since(returned); took > 600*time.Millisecond {
+		t.Fatalf("the test's clean-up took %s after Work returned", took)
+	}
+}
