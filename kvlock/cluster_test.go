@@ -3,6 +3,7 @@ package kvlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,8 +17,11 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
+	begin := time.Now()
 	cl := testenv.StartCluster(t, 3)
 	ctx := testenv.Context(t, 90*time.Second)
+	// Where the time went, for a run that runs out of it on a loaded machine.
+	phase := func(name string) { t.Logf("%s at %s", name, time.Since(begin).Round(time.Millisecond)) }
 	holder := newTestLocker(t, cl.JetStream(t), Replicas(3), Owner("holder"))
 	other := newTestLocker(t, cl.JetStream(t), Replicas(3), Owner("other"))
 
@@ -37,7 +41,7 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 		t.Fatal("no stream leader")
 	}
 	cl.Stop(leader)
-	t.Logf("stopped node %d, the bucket's leader", leader)
+	phase(fmt.Sprintf("stopped node %d, the bucket's leader,", leader))
 
 	// The holder renews through the new leader.
 	lk.mu.Lock()
@@ -54,6 +58,7 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 	if !lk.Held() || isClosed(lk.Lost()) {
 		t.Fatal("holder lost its lock when a node stopped")
 	}
+	phase("renewed through the new leader")
 	got := make(chan *Lock, 1)
 	go func() {
 		lk2, err := other.Acquire(ctx, "replicated")
@@ -77,6 +82,7 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 	if lk2 == nil {
 		return
 	}
+	phase("the waiter was granted")
 	if lk2.Token() <= lk.Token() {
 		t.Fatalf("token %d after %d", lk2.Token(), lk.Token())
 	}
@@ -87,7 +93,11 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for range 5 {
+				asked := time.Now()
 				err := l.Do(ctx, "replicated-cycle", func(ctx context.Context, token uint64) error {
+					if waited := time.Since(asked); waited > time.Second {
+						phase(fmt.Sprintf("%s waited %s for grant %d", l.cfg.owner, waited.Round(time.Millisecond), token))
+					}
 					res.enter(l.cfg.owner, token, true)
 					time.Sleep(2 * time.Millisecond)
 					res.exit()
@@ -102,6 +112,7 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 	}
 	<-done
 	<-done
+	phase("the contended cycles ended")
 	res.check(t, 10)
 	release(t, lk2)
 	cl.Restart(t, leader)
