@@ -190,7 +190,8 @@ func TestQueueLimitsAcrossWorkers(t *testing.T) {
 }
 
 // Jobs waiting for a slot longer than AckWait stay with their worker (heartbeats keep
-// them) and are not redelivered: each runs once.
+// them) and are not redelivered: each runs once. Two workers, as a worker holds no
+// more jobs than it may run: the second one's job waits for the first one's slot.
 func TestWaitingForASlotKeepsTheJob(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
@@ -206,23 +207,130 @@ func TestWaitingForASlotKeepsTheJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newGauge(1200 * time.Millisecond)
-	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(g.handler), consumer.Concurrency(4),
-		consumer.AckWait(time.Second), consumer.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
+	var workers []*consumer.Worker
+	for range 2 {
+		w, err := consumer.New(ctx, env.JetStream(t), q, consumer.HandlerFunc(g.handler), consumer.Concurrency(4),
+			consumer.AckWait(time.Second), consumer.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, w)
+		wctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = w.Run(wctx); close(done) }()
+		t.Cleanup(func() { stop(); <-done })
 	}
-	wctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = w.Run(wctx); close(done) }()
-	t.Cleanup(func() { stop(); <-done })
 	for range 3 {
 		if _, err := p.Enqueue(ctx, []byte("x"), producer.Kind("slow")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	testenv.Eventually(t, 30*time.Second, "3 jobs committed", func() bool { return w.Stats().Committed == 3 })
+	sum := func() (s consumer.Stats) {
+		for _, w := range workers {
+			ws := w.Stats()
+			s.Committed += ws.Committed
+			s.Started += ws.Started
+			s.Redelivered += ws.Redelivered
+		}
+		return s
+	}
+	testenv.Eventually(t, 30*time.Second, "3 jobs committed", func() bool { return sum().Committed == 3 })
 	most, starts, _ := g.read()
-	if s := w.Stats(); s.Redelivered != 0 || s.Started != 3 || len(starts) != 3 || most[""] != 1 {
+	if s := sum(); s.Redelivered != 0 || s.Started != 3 || len(starts) != 3 || most[""] != 1 {
 		t.Errorf("stats %+v, %d starts, most running %d: want 3 runs one at a time, nothing redelivered", s, len(starts), most[""])
+	}
+}
+
+// Under a queue limit a worker holds no more jobs than it may run (issue 25: with
+// MaxRunning 3 a worker prefetched ~500, queue ls showed them all RUNNING, a retry
+// due in 300 ms ran 4 s late behind them, and a second worker got a smaller share).
+// Two workers of Concurrency 16 under MaxRunning 2 hold 2 each at most (before: ~45
+// between them); a retry runs soon after its time (before: 2 s late); both workers
+// run jobs.
+func TestLimitedWorkerHoldsWhatItMayRun(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	a := adm(t, js)
+	ctx := testenv.Context(t, 90*time.Second)
+	const q = "held"
+	p, err := producer.New(ctx, js, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetLimits(ctx, q, admin.Limits{MaxRunning: 2}); err != nil {
+		t.Fatal(err)
+	}
+	const retryAfter = 300 * time.Millisecond
+	var mu sync.Mutex
+	var failedAt, retriedAt time.Time
+	handler := consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		if j.ID() == "retry" {
+			mu.Lock()
+			defer mu.Unlock()
+			if j.Attempt() == 1 {
+				failedAt = time.Now()
+				return consumer.RetryAfter(retryAfter, errors.New("once"))
+			}
+			retriedAt = time.Now()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	var workers []*consumer.Worker
+	for i := range 2 {
+		w, err := consumer.New(ctx, env.JetStream(t), q, handler, consumer.Concurrency(16), consumer.Name(fmt.Sprint("w", i)),
+			consumer.Logger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, w)
+	}
+	const n = 100
+	if _, err := p.Enqueue(ctx, nil, producer.ID("retry")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := p.Enqueue(ctx, nil, producer.ID(fmt.Sprint("j", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range workers {
+		wctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = w.Run(wctx); close(done) }()
+		t.Cleanup(func() { stop(); <-done })
+	}
+	most := 0
+	testenv.Eventually(t, 60*time.Second, "every job committed", func() bool {
+		qi, err := a.Queue(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, qi.Running)
+		var c uint64
+		for _, w := range workers {
+			c += w.Stats().Committed
+		}
+		return c == n+1
+	})
+	// Running counts what the server delivered and was not acknowledged: a worker's
+	// jobs running or waiting for a slot (2 at most), and those whose handlers
+	// returned and whose outcome is being written (no more than ran: 2).
+	if most > 2*(2+2) {
+		t.Errorf("queue info said %d running at most; two workers may run 2 each", most)
+	}
+	mu.Lock()
+	late := retriedAt.Sub(failedAt) - retryAfter
+	mu.Unlock()
+	t.Logf("%d running at most; the retry ran %s after its time", most, late.Round(time.Millisecond))
+	if late > time.Second {
+		t.Errorf("the retry ran %s after its time, behind held jobs", late.Round(time.Millisecond))
+	}
+	for i, w := range workers {
+		if s := w.Stats().Committed; s < n/5 {
+			t.Errorf("worker %d committed %d of %d jobs", i, s, n+1)
+		}
 	}
 }

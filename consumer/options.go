@@ -98,6 +98,11 @@ func Concurrency(n int) Option {
 // So it is deep for short jobs, and handlers never wait on a pull, and empty for long
 // ones, and one worker does not sit on jobs that idle workers could run. Set it to
 // pin the depth.
+//
+// While the queue has limits (admin.SetLimits) the worker pulls nothing ahead, and
+// holds no more jobs than it may run: min(Concurrency, MaxRunning) of each priority
+// level, whatever Prefetch says. Jobs held waiting for a slot would be kept from the
+// queue's other workers and from retries that come due.
 func Prefetch(n int) Option {
 	return func(c *config) error {
 		if n < 0 {

@@ -159,8 +159,12 @@ func average(avg *atomic.Int64, v int64) {
 // missing is how many more deliveries to pull now, 0 if none: what the worker holds
 // and has asked for falls short of a delivery for every slot plus the extra depth,
 // and either a slot would otherwise go without one or a quarter of the extra depth
-// is missing (so that fast handlers pull in batches, not one by one).
+// is missing (so that fast handlers pull in batches, not one by one). Under the
+// queue's limits it holds no more than it may run (queueLimits.holding).
 func (p *puller) missing() int {
+	if most, limited := p.w.limits.holding(p.w.cfg.concurrency); limited {
+		return max(most-int(p.held.Load()+p.requested.Load()), 0)
+	}
 	extra := p.extra()
 	have := int(p.held.Load() + p.requested.Load())
 	n := p.w.cfg.concurrency + extra - have

@@ -121,6 +121,24 @@ func (q *queueLimits) watch(ctx context.Context) {
 	}
 }
 
+// holding bounds how many deliveries one level's puller holds (buffered, waiting for
+// a limit, or running) while the queue has limits: no more than the worker may run,
+// min(Concurrency, MaxRunning), and none in reserve. A worker that held more would
+// keep them from the queue's other workers, and from a retry that comes due, while
+// they wait for a slot (issue 25: MaxRunning 3 with ~500 prefetched, and a retry 4 s
+// late). ok is false when the queue has no limits: the buffer follows the handlers.
+func (q *queueLimits) holding(concurrency int) (n int, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cur.IsZero() {
+		return 0, false
+	}
+	if q.cur.MaxRunning > 0 {
+		return min(concurrency, q.cur.MaxRunning), true
+	}
+	return concurrency, true
+}
+
 // acquire waits until j may start under the queue's limits and returns what to call
 // when it has run. It fails only when ctx ends (the worker stops) or a limit cannot
 // be taken for another reason (the server refused it); then nothing is held.
