@@ -15,6 +15,7 @@ import (
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // DeadLetter is one message of a queue's dead-letter stream.
@@ -35,7 +36,7 @@ type DeadLetter struct {
 func deadLetterOf(seq uint64, t time.Time, h nats.Header, data []byte, withBody bool) DeadLetter {
 	d := DeadLetter{
 		Sequence: seq,
-		JobID:    h.Get(queue.HeaderDeadID),
+		JobID:    deadJobID(h.Get(queue.HeaderDeadID)),
 		Kind:     h.Get(queue.HeaderKind),
 		Error:    h.Get(queue.HeaderDeadError),
 		Subject:  h.Get(queue.HeaderDeadSubject),
@@ -245,13 +246,13 @@ func RequeueKind(k string) RequeueOption { return func(o *requeueOptions) { o.ki
 
 func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n queue.Names, d DeadLetter, ro requeueOptions) (Requeued, error) {
 	id := d.JobID
-	level, subjectID, ok := n.JobLevel(d.Subject)
+	level, subjectTok, ok := n.JobLevel(d.Subject)
 	if !ok {
 		level = queue.PriorityNormal
 	}
 	if queue.CheckID(id) != nil {
 		// A dead letter from another tool: fall back on the original subject's id.
-		id = subjectID
+		id, _ = wireid.Decode(subjectTok)
 		if queue.CheckID(id) != nil {
 			return Requeued{}, fmt.Errorf("queue %s: dead letter #%d has no usable job id (%q)", n.Queue, d.Sequence, d.JobID)
 		}
@@ -276,7 +277,7 @@ func requeueOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	if ro.kind != "" {
 		h.Set(queue.HeaderKind, ro.kind)
 	}
-	h.Set(queue.HeaderID, fmt.Sprintf("%s:requeue:%d", id, d.Sequence))
+	h.Set(queue.HeaderID, fmt.Sprintf("%s:requeue:%d", wireid.Encode(id), d.Sequence))
 	// A new enqueue, the same for every try of this requeue: the dead record names
 	// the enqueue that died, and a copy of it would only be terminated again.
 	h.Set(queue.HeaderEnqueue, fmt.Sprintf("requeue:%d", d.Sequence))
@@ -325,4 +326,13 @@ func (a *Admin) PurgeDead(ctx context.Context, name string) (uint64, error) {
 		return 0, fmt.Errorf("queue %s: purge dead letters %s: %w", n.Queue, n.DeadStream, err)
 	}
 	return before, nil
+}
+
+// deadJobID is the job id a dead letter's Workq-Job-Id header carries as its token
+// (internal/wireid); a value that is no token, from another tool, as it is.
+func deadJobID(tok string) string {
+	if id, ok := wireid.Decode(tok); ok {
+		return id
+	}
+	return tok
 }

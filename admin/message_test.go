@@ -50,7 +50,7 @@ func TestJobMessageAndDeadLetter(t *testing.T) {
 	if _, err := a.JobMessage(ctx, "nosuch", "plain"); !errors.Is(err, admin.ErrNoQueue) {
 		t.Fatalf("JobMessage on a missing queue: %v; want ErrNoQueue", err)
 	}
-	if _, err := a.JobMessage(ctx, "msgs", "bad id"); err == nil {
+	if _, err := a.JobMessage(ctx, "msgs", "bad\nid"); err == nil {
 		t.Fatal("JobMessage of an invalid id: no error")
 	}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // deadLetter moves j to the dead-letter stream: the record says dead (fenced on the
@@ -87,8 +88,8 @@ func deadMessage(d deadJob, deadSubject string, reason error, at time.Time, maxP
 			h[k] = v
 		}
 	}
-	h.Set(queue.HeaderID, fmt.Sprintf("dead:%s:%d", d.id, d.sequence))
-	h.Set(queue.HeaderDeadID, d.id)
+	h.Set(queue.HeaderID, fmt.Sprintf("dead:%s:%d", wireid.Encode(d.id), d.sequence))
+	h.Set(queue.HeaderDeadID, wireid.Encode(d.id))
 	h.Set(queue.HeaderDeadQueue, d.queue)
 	h.Set(queue.HeaderDeadAttempts, strconv.Itoa(d.attempts))
 	h.Set(queue.HeaderDeadError, headerSafe(reason.Error()))

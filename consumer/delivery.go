@@ -14,6 +14,7 @@ import (
 
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // process handles one delivery on the fenced or unfenced path.
@@ -42,11 +43,15 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 		return
 	}
 	if j.unique != "" {
-		if err := queue.CheckUniqueKey(j.unique); err != nil {
+		// The header carries the key's token (internal/wireid); any client may set it.
+		key, ok := wireid.Decode(j.unique)
+		if !ok {
+			tok := j.unique
 			j.unique = "" // no key to hold or release
-			w.reject(ctx, j, fmt.Errorf("%w: %w", ErrMalformed, err))
+			w.reject(ctx, j, fmt.Errorf("%w: %s %.40q is no unique key's token", ErrMalformed, queue.HeaderUnique, tok))
 			return
 		}
+		j.unique = key
 	}
 	release, err := w.limits.acquire(w.gateCtx, j)
 	if err != nil {

@@ -96,7 +96,7 @@ func TestMetricsAfterRun(t *testing.T) {
 	if info, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("ok-1")); err != nil || !info.Duplicate {
 		t.Fatalf("re-enqueue of ok-1: %+v, %v; want a duplicate", info, err)
 	}
-	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("bad id")); err == nil {
+	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("bad\nid")); err == nil {
 		t.Fatal("an invalid id was enqueued")
 	}
 	// Wait on the metrics themselves: a worker counts in Stats a moment before.

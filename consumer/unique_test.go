@@ -304,8 +304,8 @@ func TestUniqueKeyReleasedWhenDead(t *testing.T) {
 	}
 }
 
-// A unique key that is not a valid key (set by another client) makes the job
-// malformed: it is dead-lettered without running.
+// A unique key header that is no key's token (internal/wireid; "a b" set raw by
+// another client) makes the job malformed: it is dead-lettered without running.
 func TestUniqueBadKeyDeadLettered(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)

@@ -221,7 +221,7 @@ func TestWorkFailsTheTest(t *testing.T) {
 		"a nil handler": {nil, nil, "nil handler"},
 		"an invalid job id": {
 			consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }),
-			[]consumertest.Option{consumertest.ID("a b")},
+			[]consumertest.Option{consumertest.ID("a\nb")},
 			"job id",
 		},
 	}

@@ -17,14 +17,14 @@ import (
 // job's own subject, with the job's headers (less the schedule's and the message
 // id) and payload. The expected last sequence 0 reserves the id while the job waits:
 // a second schedule of the id is refused (scheduledDuplicate).
-func (p *Producer) delay(msg *nats.Msg, at time.Time) {
+func (p *Producer) delay(msg *nats.Msg, id string, at time.Time) {
 	at = at.UTC()
 	msg.Header.Set(queue.HeaderNatsSchedule, "@at "+at.Format(time.RFC3339Nano))
 	msg.Header.Set(queue.HeaderNatsScheduleTarget, msg.Subject)
 	msg.Header.Set(queue.HeaderNatsExpectedLastSubj, "0")
 	msg.Header.Set(queue.HeaderScheduledAt, at.Format(time.RFC3339Nano))
 	msg.Header.Set(queue.HeaderEnqueuedAt, time.Now().UTC().Format(time.RFC3339Nano))
-	msg.Subject = p.names.DelayedSubject(msg.Header.Get(queue.HeaderID))
+	msg.Subject = p.names.DelayedSubject(id)
 }
 
 // delayed reports whether msg is a delayed job's schedule.

@@ -13,6 +13,7 @@ import (
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // Job is one job to enqueue.
@@ -150,7 +151,7 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 	for k, v := range j.Header {
 		h[k] = v
 	}
-	h.Set(queue.HeaderID, j.ID)
+	h.Set(queue.HeaderID, wireid.Encode(j.ID))
 	h.Set(queue.HeaderEnqueue, jobid.New()) // the same on every resend of this message
 	if j.Kind != "" {
 		h.Set(queue.HeaderKind, j.Kind)
@@ -162,7 +163,7 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 		return nil, fmt.Errorf("producer: job %s: %w", j.ID, err)
 	}
 	if j.Unique != "" {
-		h.Set(queue.HeaderUnique, j.Unique)
+		h.Set(queue.HeaderUnique, wireid.Encode(j.Unique))
 		if j.UniqueFor > 0 {
 			h.Set(queue.HeaderUniqueFor, strconv.FormatInt(queue.KeepSeconds(j.UniqueFor), 10))
 		}
@@ -172,7 +173,7 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 		if p.objects.SchedulesErr != nil {
 			return nil, fmt.Errorf("producer: job %s: %w", j.ID, p.objects.SchedulesErr)
 		}
-		p.delay(msg, j.At)
+		p.delay(msg, j.ID, j.At)
 	}
 	if size, max := queue.MsgSize(h, j.Payload), p.js.Conn().MaxPayload(); int64(size+DeadLetterReserve) > max {
 		return nil, fmt.Errorf("producer: job %s: %w: %d bytes of payload and %d of headers; the server takes %d, less %d kept for the job's dead letter",

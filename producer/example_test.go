@@ -76,7 +76,7 @@ func ExampleProducer_EnqueueBatch() {
 	jobs := []producer.Job{
 		{ID: "img-1", Payload: []byte("a.png")},
 		{ID: "img-2", Payload: []byte("b.png"), Kind: "resize"},
-		{ID: "bad id", Payload: []byte("c.png")}, // spaces are not allowed in ids
+		{ID: "bad\nid", Payload: []byte("c.png")}, // control characters are not allowed in ids
 	}
 	results, err := p.EnqueueBatch(ctx, jobs)
 	fmt.Println("batch error:", err != nil)
@@ -87,5 +87,6 @@ func ExampleProducer_EnqueueBatch() {
 	// batch error: true
 	// img-1 true
 	// img-2 true
-	// bad id false
+	// bad
+	// id false
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // DefaultJobsLimit is how many jobs a page of Jobs holds when JobQuery.Limit is 0.
@@ -156,7 +157,7 @@ func (p *Producer) scanRecords(ctx context.Context, fn func(ListedJob)) error {
 			return true // a deleted or expired record
 		}
 		var r Record
-		if err := json.Unmarshal(m.Data(), &r); err != nil || r.ID != strings.TrimPrefix(m.Subject(), prefix) {
+		if err := json.Unmarshal(m.Data(), &r); err != nil || wireid.Encode(r.ID) != strings.TrimPrefix(m.Subject(), prefix) {
 			return true // not a record workq can read: left out of the listing
 		}
 		r.Revision = md.Sequence.Stream
@@ -178,7 +179,10 @@ func (p *Producer) scanDelayed(ctx context.Context, fn func(ListedJob)) error {
 			return err
 		}
 		seq = m.Sequence + 1
-		id := strings.TrimPrefix(m.Subject, p.names.DelayedPrefix)
+		id, ok := wireid.Decode(strings.TrimPrefix(m.Subject, p.names.DelayedPrefix))
+		if !ok {
+			continue // not a delayed job workq wrote
+		}
 		fn(ListedJob{Record: *queuedRecord(p.names.Queue, id, m), Updated: m.Time})
 	}
 }

@@ -146,9 +146,13 @@ func ReplicaReads() Option { return func(c *config) error { c.replicaReads = tru
 // EnqueueOption configures one Enqueue. Enqueue skips nil options.
 type EnqueueOption func(*Job)
 
-// ID sets the job id, the dedup key. Ids are 1 to 200 characters of letters, digits
-// and _ - = / . (not starting or ending with '.'). Default: a generated unique id
-// that sorts by time.
+// ID sets the job id, the dedup key: any text of 1 to 200 bytes of UTF-8 without
+// control characters ("user@example.com", "order 42"). Listings, records and the
+// handler (consumer.Job.ID) show it as given; on the wire (subjects, KV keys, the
+// Nats-Msg-Id header) an id made only of letters, digits and _ - = / . (not
+// starting with "==", nor starting, ending or doubling '.') is its own token and any
+// other is "==" and its unpadded URL-safe base64 (docs/wire-format.md). Default: a
+// generated unique id that sorts by time.
 func ID(id string) EnqueueOption { return func(j *Job) { j.ID = id } }
 
 // Kind sets the job's kind, which consumer.Mux routes on. Default: none.
@@ -173,7 +177,7 @@ func MaxAttempts(n int) EnqueueOption { return func(j *Job) { j.MaxAttempts = n 
 // needs to run meanwhile. A t that has come (or the zero time) enqueues the job to
 // run at once. Its id is reserved while it waits: a second delayed enqueue of the id
 // is a duplicate until it fires, and an enqueue to run at once is a duplicate within
-// the duplicate window (the README's "Scheduling" says more). Status reports it
+// the duplicate window (docs/scheduling.md says more). Status reports it
 // scheduled; Cancel cancels it. It needs nats-server 2.12 or later.
 func At(t time.Time) EnqueueOption { return func(j *Job) { j.At = t } }
 

@@ -311,7 +311,7 @@ func TestEnqueueRejectsInvalidIDs(t *testing.T) {
 	js := env.JetStream(t)
 	p := mustNew(t, js, "ids")
 	ctx := testenv.Context(t, 10*time.Second)
-	for _, id := range []string{" ", "a b", ".a", "a.", "a..b", "a*", "a>", "a\nb", strings.Repeat("x", 201)} {
+	for _, id := range []string{"a\nb", "tab\there", "\xff", "del\x7f", strings.Repeat("x", 201), strings.Repeat("é", 101)} {
 		info, err := p.Enqueue(ctx, []byte("x"), producer.ID(id))
 		if !errors.Is(err, producer.ErrInvalidName) {
 			t.Errorf("Enqueue(ID %.30q) = %+v, %v; want ErrInvalidName", id, info, err)
@@ -321,18 +321,19 @@ func TestEnqueueRejectsInvalidIDs(t *testing.T) {
 	if info, err := p.Enqueue(ctx, nil, producer.ID("")); err != nil || info.ID == "" {
 		t.Errorf("ID(\"\") = %+v, %v; want a generated id", info, err)
 	}
-	// The boundaries of the valid alphabet and length.
-	for _, id := range []string{strings.Repeat("x", 200), "a.b", "A-Z_0=9/x"} {
+	// Any other text up to 200 bytes is an id (issue 25); a 200-byte id of
+	// characters that need encoding makes the longest token.
+	for _, id := range []string{strings.Repeat("x", 200), "a.b", "A-Z_0=9/x", " ", "a b", ".a", "a.", "a..b", "a*", "a>", strings.Repeat("é", 100)} {
 		if _, err := p.Enqueue(ctx, nil, producer.ID(id)); err != nil {
 			t.Errorf("Enqueue(ID %.30q): %v", id, err)
 		}
 	}
-	if n := streamMsgs(t, js, "WORKQ_ids"); n != 4 {
-		t.Fatalf("stream holds %d messages, want 4 (only the valid ones)", n)
+	if n := streamMsgs(t, js, "WORKQ_ids"); n != 12 {
+		t.Fatalf("stream holds %d messages, want 12 (only the valid ones)", n)
 	}
 	// Status rejects invalid ids the same way.
-	if _, err := p.Status(ctx, "a b"); !errors.Is(err, producer.ErrInvalidName) {
-		t.Errorf("Status(\"a b\"): %v", err)
+	if _, err := p.Status(ctx, "a\nb"); !errors.Is(err, producer.ErrInvalidName) {
+		t.Errorf("Status(\"a\\nb\"): %v", err)
 	}
 }
 
@@ -539,7 +540,7 @@ func TestEnqueueBatchMixedValidity(t *testing.T) {
 	env := testenv.Start(t)
 	js := env.JetStream(t)
 	p := mustNew(t, js, "mixed")
-	ids := []string{"ok-1", "a b", "ok-2", ".bad", "ok-3", "a..b", strings.Repeat("z", 201), "ok-4"}
+	ids := []string{"ok-1", "a\nb", "ok-2", "\xffbad", "ok-3", "a\x00b", strings.Repeat("z", 201), "ok-4"}
 	invalid := map[int]bool{1: true, 3: true, 5: true, 6: true}
 	jobs := make([]producer.Job, len(ids))
 	for i, id := range ids {

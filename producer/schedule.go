@@ -257,10 +257,10 @@ func (p *Producer) checkSchedule(ctx context.Context, name string) error {
 	return nil
 }
 
-// checkScheduleName checks a schedule name: what a job id may hold, short enough
+// checkScheduleName checks a schedule name: a subject token as it is, short enough
 // for its firings' ids (schedule.MaxNameLen).
 func checkScheduleName(name string) error {
-	if err := queue.CheckID(name); err != nil {
+	if err := queue.CheckToken("schedule name", name); err != nil {
 		return fmt.Errorf("schedule name: %w", err)
 	}
 	if len(name) > schedule.MaxNameLen {

@@ -48,9 +48,9 @@ func UniqueGrace(d time.Duration) Option {
 // queued, running or retrying (and for UniqueFor after it ended), the enqueue
 // stores nothing and reports a duplicate, with the holding job's id in JobInfo.ID
 // (and its sequence when known). Producers racing each other with the same key get
-// one job accepted and the others reported duplicates. Keys follow the rules of job
-// ids (ID). The key is held in the queue's bucket WORKQ_<queue>_UNIQUE, which the
-// first unique enqueue creates; the README's "Unique jobs" says how. Default: none,
+// one job accepted and the others reported duplicates. A key is any text a job id
+// may be (ID), carried on the wire the same way. The key is held in the queue's bucket WORKQ_<queue>_UNIQUE, which the
+// first unique enqueue creates; docs/unique-jobs.md says how. Default: none,
 // and a job without a key costs nothing more.
 func Unique(key string) EnqueueOption { return func(j *Job) { j.Unique = key } }
 

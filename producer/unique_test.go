@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,8 +214,8 @@ func TestUniqueRejectsBadInput(t *testing.T) {
 		opts []producer.EnqueueOption
 		want error
 	}{
-		{[]producer.EnqueueOption{producer.Unique("a b")}, producer.ErrInvalidName},
-		{[]producer.EnqueueOption{producer.Unique(".a")}, producer.ErrInvalidName},
+		{[]producer.EnqueueOption{producer.Unique("a\nb")}, producer.ErrInvalidName},
+		{[]producer.EnqueueOption{producer.Unique(strings.Repeat("k", 201))}, producer.ErrInvalidName},
 		{[]producer.EnqueueOption{producer.UniqueFor(time.Minute)}, producer.ErrInvalidOption},
 		{[]producer.EnqueueOption{producer.Unique("a"), producer.UniqueFor(-time.Second)}, producer.ErrInvalidOption},
 	} {

@@ -247,10 +247,11 @@ func TestPagesShowQueuesJobsDeadLettersLocks(t *testing.T) {
 		"/queues/emails/dead/999":        404,
 		"/queues/emails/dead/x":          404,
 		"/queues/bad%20name":             400,
-		"/queues/emails/jobs/bad%20id":   400,
+		"/queues/emails/jobs/bad%0Aid":   400,
+		"/queues/emails/jobs/no%20one":   404, // any text is an id
 		"/queues/nosuch/schedules":       404,
 		"/nothing":                       404,
-		"/queues/emails/jobs/a%2F..%2Fb": 400,
+		"/queues/emails/jobs/a%2F..%2Fb": 404,
 	} {
 		if status, page, _ := get(t, c, srv.URL+path); status != want {
 			t.Errorf("GET %s: %d; want %d\n%s", path, status, want, page)

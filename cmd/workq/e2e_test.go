@@ -50,10 +50,18 @@ func TestEnqueueFromStdinAndFile(t *testing.T) {
 	if r := getJob(t, q, "f1"); r.State != "queued" {
 		t.Errorf("f1 is %q, want queued", r.State)
 	}
+	// Any text is an id, shown as given (issue 25: '@' was refused).
+	ok(t, "", "enqueue", q, "hi", "--id", "ada@example.com")
+	if r := getJob(t, q, "ada@example.com"); r.State != "queued" || r.ID != "ada@example.com" {
+		t.Errorf("job get ada@example.com: %+v", r)
+	}
+	if out := ok(t, "", "job", "ls", q); !strings.Contains(out, "ada@example.com") {
+		t.Errorf("job ls does not show ada@example.com:\n%s", out)
+	}
 
 	// Bad lines fail by name; the good ones are enqueued; the exit is non-zero.
-	r := wq(t, `{"id":"g1","payload":"ok"}`+"\n"+`not json`+"\n"+`{"id":"bad id","payload":"x"}`+"\n", "enqueue", q, "--ndjson")
-	oneLine(t, r, 1, "2 job(s) failed", "line 2", "bad id")
+	r := wq(t, `{"id":"g1","payload":"ok"}`+"\n"+`not json`+"\n"+`{"id":"bad\u0007id","payload":"x"}`+"\n", "enqueue", q, "--ndjson")
+	oneLine(t, r, 1, "2 job(s) failed", "line 2", `bad\aid`, "control character")
 	if rec := getJob(t, q, "g1"); rec.State != "queued" {
 		t.Errorf("g1 is %q, want queued", rec.State)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/workq/workq/internal/naming"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // Headers workq sets on a job message. Every one is optional: a plain publish to the
@@ -63,8 +64,8 @@ const (
 	// this many bytes.
 	MaxDeadError = 1024
 	// maxSubject bounds the Workq-Original-Subject value of a workq job:
-	// "workq." + queue + ".jobs." + id.
-	maxSubject = len("workq.") + naming.MaxLen + len(".jobs.") + MaxIDLen
+	// "workq." + queue + ".jobs." + the id's token.
+	maxSubject = len("workq.") + naming.MaxLen + len(".jobs.") + wireid.MaxTokenLen
 	// maxUint64Len is the longest decimal uint64 (and int64 with its sign).
 	maxUint64Len = 20
 	// maxTimeLen is the longest UTC time in RFC 3339 with nanoseconds.
@@ -79,17 +80,18 @@ const (
 // worker shrinks the dead letter of a job that did not leave it (published by
 // another client).
 //
-// The lines: "Key: value\r\n" for the dead letter's message id (dead:<id>:<seq>),
+// The lines: "Key: value\r\n" for the dead letter's message id (dead:<token>:<seq>),
 // Workq-Job-Id, Workq-Queue, Workq-Attempts, Workq-Error (MaxDeadError bytes),
 // Workq-Original-Subject, Workq-Original-Sequence and Workq-Dead-At, and the header
-// block's own framing in case the job had no headers. 2021 bytes, rounded up.
-const DeadLetterReserve = 2048
+// block's own framing in case the job had no headers. 2228 bytes, rounded up: the
+// id is a token (internal/wireid) of up to 269 bytes.
+const DeadLetterReserve = 2304
 
 // deadLetterLines is the exact sum DeadLetterReserve rounds up; a test keeps them
 // in step.
 const deadLetterLines = len("NATS/1.0\r\n\r\n") +
-	len(HeaderID+": dead:") + MaxIDLen + len(":") + maxUint64Len + len("\r\n") +
-	len(HeaderDeadID+": ") + MaxIDLen + len("\r\n") +
+	len(HeaderID+": dead:") + wireid.MaxTokenLen + len(":") + maxUint64Len + len("\r\n") +
+	len(HeaderDeadID+": ") + wireid.MaxTokenLen + len("\r\n") +
 	len(HeaderDeadQueue+": ") + naming.MaxLen + len("\r\n") +
 	len(HeaderDeadAttempts+": ") + maxUint64Len + len("\r\n") +
 	len(HeaderDeadError+": ") + MaxDeadError + len("\r\n") +

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/workq/workq/internal/naming"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // Names are the JetStream objects of one queue.
@@ -59,13 +60,13 @@ func NamesFor(q string) (Names, error) {
 
 // JobSubject is the subject workq publishes job id to. Putting the id in the subject
 // lets Status find a job that is still queued with one per-subject lookup.
-func (n Names) JobSubject(id string) string { return n.JobsPrefix + id }
+func (n Names) JobSubject(id string) string { return n.JobsPrefix + wireid.Encode(id) }
 
 // JobsFilter is the consumer's filter: the plain jobs subject and every per-job subject.
 func (n Names) JobsFilter() []string { return []string{n.JobsSubject, n.JobsPrefix + ">"} }
 
 // DelayedSubject is the subject of job id while it waits for its time.
-func (n Names) DelayedSubject(id string) string { return n.DelayedPrefix + id }
+func (n Names) DelayedSubject(id string) string { return n.DelayedPrefix + wireid.Encode(id) }
 
 // PeriodicSubject is the subject of the periodic schedule name.
 func (n Names) PeriodicSubject(name string) string { return n.PeriodicPrefix + name }
@@ -76,17 +77,23 @@ func (n Names) ScheduleSubjects() []string {
 	return []string{n.DelayedPrefix + ">", n.PeriodicPrefix + ">"}
 }
 
-// MaxIDLen bounds job ids; they are KV keys and subject tokens.
-const MaxIDLen = 200
+// MaxIDLen bounds job ids and unique keys, in bytes as their users give them.
+const MaxIDLen = wireid.MaxLen
 
-// CheckID checks a job id: 1 to MaxIDLen characters of [A-Za-z0-9_=/.-], not starting
-// or ending with '.', and no "..". Such an id is both a valid KV key and a valid
-// subject suffix.
-func CheckID(id string) error { return checkKey("job id", id) }
+// CheckID checks a job id: 1 to MaxIDLen bytes of UTF-8 without control characters.
+// Subjects, KV keys and message-id headers carry its token (internal/wireid), which
+// is the id itself when it is made of [A-Za-z0-9_=/.-] only.
+func CheckID(id string) error {
+	if err := wireid.Check("job id", id); err != nil {
+		return fmt.Errorf("%w: %w", naming.ErrInvalid, err)
+	}
+	return nil
+}
 
-// checkKey checks s, a job id or another name that is both a KV key and a subject
-// token, by CheckID's rules; what names it in the error.
-func checkKey(what, s string) error {
+// CheckToken checks s, a name that is both a KV key and a subject token as it is (a
+// periodic schedule's): 1 to MaxIDLen characters of [A-Za-z0-9_=/.-], not starting
+// or ending with '.', and no ".."; what names it in the error.
+func CheckToken(what, s string) error {
 	if s == "" {
 		return fmt.Errorf("%w: %s is empty", naming.ErrInvalid, what)
 	}
@@ -108,16 +115,18 @@ func checkKey(what, s string) error {
 	return nil
 }
 
-// JobID is a job message's id: its Nats-Msg-Id, else the subject's suffix after
-// workq.<queue>.jobs. (or a priority level's prefix), else "seq-<stream sequence>"
-// for a plain publish without one.
+// JobID is a job message's id: the id whose token (internal/wireid) is its
+// Nats-Msg-Id, else the subject's suffix after workq.<queue>.jobs. (or a priority
+// level's prefix), else "seq-<stream sequence>" for a plain publish without one.
 // (The consumer derives the same id; it is here for readers outside it.)
 func (n Names) JobID(subject, msgID string, seq uint64) string {
-	if msgID != "" && CheckID(msgID) == nil {
-		return msgID
-	}
-	if _, id, ok := n.JobLevel(subject); ok && CheckID(id) == nil {
+	if id, ok := wireid.Decode(msgID); ok {
 		return id
+	}
+	if _, tok, ok := n.JobLevel(subject); ok {
+		if id, ok := wireid.Decode(tok); ok {
+			return id
+		}
 	}
 	return "seq-" + strconv.FormatUint(seq, 10)
 }

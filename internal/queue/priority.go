@@ -3,6 +3,8 @@ package queue
 import (
 	"strconv"
 	"strings"
+
+	"github.com/workq/workq/internal/wireid"
 )
 
 // Priority levels of jobs: a worker with a free slot takes a waiting job of a higher
@@ -43,7 +45,7 @@ func (n Names) LevelJobSubject(p int, id string) string {
 	if p == PriorityNormal {
 		return n.JobSubject(id)
 	}
-	return n.LevelSubject(p) + "." + id
+	return n.LevelSubject(p) + "." + wireid.Encode(id)
 }
 
 // LevelFilter is the filter of level p's workers' consumer: its plain subject and
@@ -88,8 +90,9 @@ func (n Names) AllJobsFilter() []string {
 	return append(n.JobsFilter(), n.PrioritySubjects()...)
 }
 
-// JobLevel parses a job message's subject: its level, and the id it carries (""
-// for a plain publish). ok is false for a subject that is no job's.
+// JobLevel parses a job message's subject: its level, and the id token it carries
+// ("" for a plain publish; wireid.Decode gives the id). ok is false for a subject
+// that is no job's.
 func (n Names) JobLevel(subject string) (level int, id string, ok bool) {
 	if subject == n.JobsSubject {
 		return PriorityNormal, "", true

@@ -63,7 +63,7 @@ func (n Names) Firing(h nats.Header) (name string, at time.Time, ok bool) {
 		return "", time.Time{}, false
 	}
 	at = spec.Prev(next)
-	if at.IsZero() || CheckID(schedule.FiringID(name, at)) != nil {
+	if at.IsZero() || CheckToken("job id", schedule.FiringID(name, at)) != nil {
 		return "", time.Time{}, false
 	}
 	return name, at, true

@@ -12,7 +12,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/naming"
 	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // Headers of a unique job (producer.Unique). A worker that finds HeaderUnique on a
@@ -32,7 +34,12 @@ var ErrNoUnique = errors.New("queue cannot keep unique keys")
 
 // CheckUniqueKey checks a unique key by the rules of a job id (CheckID): it is a KV
 // key in the unique bucket, readable by operators as it was given.
-func CheckUniqueKey(key string) error { return checkKey("unique key", key) }
+func CheckUniqueKey(key string) error {
+	if err := wireid.Check("unique key", key); err != nil {
+		return fmt.Errorf("%w: %w", naming.ErrInvalid, err)
+	}
+	return nil
+}
 
 // UniqueFor is the keep period that header h carries (HeaderUniqueFor), 0 if none or
 // not a whole number of seconds.
@@ -59,7 +66,7 @@ func KeepSeconds(keep time.Duration) int64 {
 const MaxKeep = 100 * 365 * 24 * time.Hour
 
 // Reservation is the value of a unique key: which job holds it. It is the JSON
-// document documented in the README's wire format.
+// document docs/wire-format.md describes.
 type Reservation struct {
 	// Job is the id of the job that holds the key.
 	Job string `json:"job"`
@@ -174,7 +181,7 @@ func noDirectGets(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyV
 // released or expired).
 func (u *Uniques) Get(ctx context.Context, key string) (e UniqueEntry, found bool, err error) {
 	var kve jetstream.KeyValueEntry
-	err = retry.Do(ctx, func(ctx context.Context) (err error) { kve, err = u.kv.Get(ctx, key); return err })
+	err = retry.Do(ctx, func(ctx context.Context) (err error) { kve, err = u.kv.Get(ctx, wireid.Encode(key)); return err })
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return UniqueEntry{}, false, nil
 	}
@@ -199,9 +206,10 @@ func (u *Uniques) Create(ctx context.Context, key string, r Reservation) (uint64
 	// key after any failed write, a read that a bucket without a leader leaves
 	// unanswered until ctx ends. Then, over a delete or expiry marker, as KV's Create.
 	var rev uint64
-	err = retry.UntilLeader(ctx, func() (err error) { rev, err = u.kv.Update(ctx, key, b, 0); return err })
+	tok := wireid.Encode(key)
+	err = retry.UntilLeader(ctx, func() (err error) { rev, err = u.kv.Update(ctx, tok, b, 0); return err })
 	if jserr.IsConflict(err) {
-		err = retry.UntilLeader(ctx, func() (err error) { rev, err = u.kv.Create(ctx, key, b); return err })
+		err = retry.UntilLeader(ctx, func() (err error) { rev, err = u.kv.Create(ctx, tok, b); return err })
 	}
 	return rev, err
 }
@@ -214,7 +222,7 @@ func (u *Uniques) Update(ctx context.Context, key string, r Reservation, rev uin
 		return 0, err
 	}
 	var next uint64
-	err = retry.UntilLeader(ctx, func() (err error) { next, err = u.kv.Update(ctx, key, b, rev); return err })
+	err = retry.UntilLeader(ctx, func() (err error) { next, err = u.kv.Update(ctx, wireid.Encode(key), b, rev); return err })
 	return next, err
 }
 
@@ -227,7 +235,7 @@ func (u *Uniques) Finish(ctx context.Context, key string, r Reservation, rev uin
 		return err
 	}
 	ttl := time.Duration(max(KeepSeconds(keep), 1)) * time.Second
-	msg := &nats.Msg{Subject: "$KV." + u.bucket + "." + key, Data: b}
+	msg := &nats.Msg{Subject: "$KV." + u.bucket + "." + wireid.Encode(key), Data: b}
 	return retry.UntilLeader(ctx, func() error {
 		_, err := u.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
 		return err
@@ -238,7 +246,7 @@ func (u *Uniques) Finish(ctx context.Context, key string, r Reservation, rev uin
 // server removes after markerTTL.
 func (u *Uniques) Release(ctx context.Context, key string, rev uint64) error {
 	return retry.UntilLeader(ctx, func() error {
-		return u.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(markerTTL))
+		return u.kv.Purge(ctx, wireid.Encode(key), jetstream.LastRevision(rev), jetstream.PurgeTTL(markerTTL))
 	})
 }
 

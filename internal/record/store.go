@@ -14,6 +14,7 @@ import (
 	"github.com/workq/workq/internal/groupcommit"
 	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // ErrNotFound means the bucket holds no record for the id.
@@ -79,7 +80,7 @@ func (s Store) get(ctx context.Context, id string) (*Record, error) {
 		}
 		value, rev = m.Data, m.Sequence
 	} else {
-		e, err := s.KV.Get(ctx, id)
+		e, err := s.KV.Get(ctx, wireid.Encode(id))
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, ErrNotFound
 		}
@@ -102,7 +103,7 @@ type storedMsg struct {
 // leaderGet reads the key's last message through the stream's message-get API,
 // which the stream leader answers (not a direct get, which any replica may).
 func (s Store) leaderGet(ctx context.Context, id string) (*storedMsg, error) {
-	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + s.Bucket + "." + id})
+	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + s.Bucket + "." + wireid.Encode(id)})
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func (s Store) Create(ctx context.Context, r *Record) error {
 		return err
 	}
 	var rev uint64
-	err = retry.UntilLeader(ctx, func() (err error) { rev, err = s.KV.Create(ctx, r.ID, b); return err })
+	err = retry.UntilLeader(ctx, func() (err error) { rev, err = s.KV.Create(ctx, wireid.Encode(r.ID), b); return err })
 	if jserr.IsConflict(err) {
 		return fmt.Errorf("%w: %s: %w", ErrConflict, r.ID, err)
 	}
@@ -193,7 +194,7 @@ func (s Store) write(ctx context.Context, r *Record, h nats.Header) error {
 	if err != nil {
 		return err
 	}
-	msg := &nats.Msg{Subject: "$KV." + s.Bucket + "." + r.ID, Data: b, Header: h}
+	msg := &nats.Msg{Subject: "$KV." + s.Bucket + "." + wireid.Encode(r.ID), Data: b, Header: h}
 	return retry.UntilLeader(ctx, func() error { return s.publish(ctx, r, msg) })
 }
 
