@@ -1,12 +1,3 @@
-// Package admin is the operator's API for workq queues: list and inspect queues,
-// pause and resume them, change their settings, purge and delete them; find, list
-// and cancel jobs; browse, requeue and purge dead letters; list, pause and remove
-// periodic schedules. The workq CLI and its web dashboard are built on it, so a Go
-// program can do whatever they do.
-//
-// It reads and writes the wire format described in the README and never creates a
-// queue as a side effect: an operation on a queue that does not exist returns an
-// error wrapping ErrNoQueue.
 package admin
 
 import (

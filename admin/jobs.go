@@ -7,7 +7,7 @@ import (
 )
 
 // Record is a job's record: the producer's, the JSON document of the queue's job
-// records bucket (see the README's "Job record").
+// records bucket (see docs/wire-format.md, "Job record").
 type Record = producer.Record
 
 // Job returns the record of job id on queue name: its state (scheduled, queued,

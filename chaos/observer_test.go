@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// jobRec is the job record's wire format (README, "Job record"), the fields the check reads.
+// jobRec is the job record's wire format (docs/wire-format.md, "Job record"), the fields the check reads.
 type jobRec struct {
 	State   string `json:"state"`
 	Attempt int    `json:"attempt"`

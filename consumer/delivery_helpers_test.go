@@ -33,7 +33,7 @@ func takeDelivery(t *testing.T, js jetstream.JetStream, q string) (jetstream.Msg
 	return nil, ""
 }
 
-// writeRecord writes a job record as a worker would (the README's wire format),
+// writeRecord writes a job record as a worker would (docs/wire-format.md),
 // whatever the key holds.
 func writeRecord(t *testing.T, js jetstream.JetStream, q, id string, rec map[string]any) {
 	t.Helper()

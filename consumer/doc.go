@@ -41,4 +41,19 @@
 // Permanent and an exhausted attempt limit move the job to the queue's dead-letter
 // stream with headers saying why. A panic is an error carrying its stack; the worker
 // goes on.
+//
+// # Examples
+//
+// The Example functions of this package run as tests: a worker, a Mux, typed jobs
+// (RouteArgs), fencing tokens, metrics. examples/service in the repository is a
+// complete service with retries, a periodic schedule, metrics and a graceful
+// shutdown, and tests its handlers with package consumertest.
+//
+// # Further reading
+//
+// docs/guarantees.md says what a job can count on, docs/delivery.md how the worker
+// keeps it, and docs/operating.md what operators meet: AckWait (a crashed worker's
+// job waits AckWait before another worker takes it), prefetched jobs counted as
+// running, limits, pause, cancel, durability modes and the worker options worth
+// knowing. docs/metrics.md lists the metrics.
 package consumer

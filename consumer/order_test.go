@@ -15,7 +15,7 @@ import (
 // One worker running one job at a time runs first deliveries in the order they
 // were enqueued: jobs queued before it started, and jobs enqueued while it runs,
 // in batches and one by one. (Retries, several workers or Concurrency > 1 do not
-// keep this order; the README says so.)
+// keep this order; docs/guarantees.md says so.)
 func TestFirstDeliveriesRunInEnqueueOrder(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {

@@ -17,4 +17,11 @@
 // Enqueued lists the jobs waiting in a queue; RequireEnqueued and RequireEnqueuedArgs
 // assert that the code under test enqueued exactly one matching job and return it;
 // RequireNotEnqueued asserts that it enqueued none.
+//
+// # Examples
+//
+// The Example functions of this package show each helper. examples/service in the
+// repository tests a service's handlers with WorkArgs: a commit, a retry, the last
+// attempt and a permanent failure (examples/service/handler_test.go).
+// docs/library.md has the helpers at a glance.
 package consumertest

@@ -126,4 +126,11 @@
 // process, by the harness that `workq bench --scenario lock,limiter` runs; its Go
 // benchmarks are `go test -run '^$' -bench 'Lock|Limiter' ./cmd/workq/internal/bench`.
 // BENCHMARKS.md has the figures.
+//
+// # Examples
+//
+// The Example functions of this package run as tests. From a shell, `workq lock run`
+// holds a lock while a command runs, like flock(1), and `workq lock ls` shows who
+// holds what (docs/cli.md); the dashboard's locks page shows the same
+// (docs/metrics.md).
 package kvlock

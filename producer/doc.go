@@ -12,4 +12,19 @@
 // A unique key (Unique) goes further than the window: no second job with the key is
 // accepted while one is scheduled, queued, running or retrying, nor for UniqueFor
 // after it ended; the duplicate names the job that holds the key.
+//
+// # Examples
+//
+// The Example functions of this package run as tests. examples/service in the
+// repository is a complete service, producer and worker in one program;
+// examples/outbox is a relay that enqueues the rows of a database outbox, for jobs
+// that must be enqueued if and only if a transaction commits.
+//
+// # Further reading
+//
+// The repository's docs directory tells each topic once: docs/scheduling.md (delayed
+// and periodic jobs), docs/priorities.md, docs/unique-jobs.md, docs/transactions.md
+// (job ids as idempotency keys, the outbox), docs/guarantees.md, and
+// docs/wire-format.md (the streams, headers and job record, for producers in other
+// languages).
 package producer

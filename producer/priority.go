@@ -14,7 +14,7 @@ const (
 
 // Priority sets the job's priority level, PriorityLow to PriorityUrgent; default
 // PriorityNormal. Each level other than normal has subjects and a workers' consumer
-// of its own (see the README's wire format). Another value fails the enqueue with
+// of its own (see docs/wire-format.md). Another value fails the enqueue with
 // ErrInvalidOption.
 func Priority(p int) EnqueueOption { return func(j *Job) { j.Priority = p } }
 

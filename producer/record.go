@@ -7,8 +7,8 @@ import (
 )
 
 // Record is a job's record as Status reports it: the JSON document workq keeps per
-// job under the job id in the queue's bucket WORKQ_<queue>_JOBS (see the README's
-// "Job record"), which any NATS client can read. Its JSON encoding is that
+// job under the job id's token in the queue's bucket WORKQ_<queue>_JOBS (see
+// docs/wire-format.md, "Job record"), which any NATS client can read. Its JSON encoding is that
 // document's: the field tags are its keys, and empty fields are left out as they are
 // there. No field is a pointer: a field a job has not reached yet holds its zero
 // value (a zero time, a zero WorkerInfo, 0, "", nil).

@@ -117,7 +117,7 @@ func (tb *tab) click(sel, then string) {
 }
 
 // screenshot saves the visible page as name.png in $WORKQ_UI_SCREENSHOTS (the
-// README's pictures are made so); nothing without it.
+// docs' pictures are made so); nothing without it.
 func (tb *tab) screenshot(name string) {
 	tb.t.Helper()
 	dir := os.Getenv("WORKQ_UI_SCREENSHOTS")

@@ -1,6 +1,6 @@
 // Package record defines the job record — a JSON document per job in the queue's KV
 // bucket, key = job id — and the compare-and-set operations that claim and commit it.
-// The format is public (README, "Job record") so any NATS client can read a job's state.
+// The format is public (docs/wire-format.md, "Job record") so any NATS client can read a job's state.
 package record
 
 import (
