@@ -97,8 +97,15 @@ func (w *Worker) recover(ctx context.Context, s *source) (changed bool) {
 	return w.setIncarnation(s, inc)
 }
 
-// pullFailed records a failed pull.
+// pullFailed records a failed pull, unless a level's consumer is unusable: that
+// reason stands until recover finds it mended, and a pull that was open on the
+// consumer it replaced ends in an error of its own (no heartbeat) that says less.
 func (w *Worker) pullFailed(err error) {
+	for _, s := range w.sources {
+		if s.unusable.Load() {
+			return
+		}
+	}
 	w.unhealthy(fmt.Errorf("pulling jobs: %w", err), false)
 }
 
