@@ -230,3 +230,46 @@ func TestUniqueRejectsBadInput(t *testing.T) {
 		t.Fatalf("unique bucket of a queue without unique jobs: %v, want none", err)
 	}
 }
+
+// A unique enqueue whose reservation write gets no reply (its connection was cut
+// with the request on the way) sends it again after a bounded wait, instead of
+// waiting for it to the end of its context: a unique enqueue during a failover once
+// did (TestWritesWaitForALeader failed on a loaded machine).
+func TestUniqueReservationLostOnTheWayIsSentAgain(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	proxy := testenv.StartProxy(t, env.Server.URL())
+	js := proxy.JetStream(t)
+	p := mustNew(t, js, "ulost")
+	ctx := testenv.Context(t, 30*time.Second)
+	if _, err := p.Enqueue(ctx, nil, producer.Unique("warm")); err != nil { // the bucket exists
+		t.Fatal(err)
+	}
+	proxy.Pause()
+	type result struct {
+		info producer.JobInfo
+		err  error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		info, err := p.Enqueue(ctx, []byte("x"), producer.ID("lost-1"), producer.Unique("k"))
+		done <- result{info, err}
+	}()
+	time.Sleep(300 * time.Millisecond) // the reservation waits in the paused link
+	proxy.Cut()                        // and is lost with it
+	proxy.Resume()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the unique enqueue still waits 20 s after its reservation was lost")
+	}
+	if r.err != nil || r.info.Duplicate || r.info.ID != "lost-1" {
+		t.Fatalf("unique enqueue after a lost reservation: %+v, %v", r.info, r.err)
+	}
+	t.Logf("stored %s after %s", r.info.ID, time.Since(start).Round(time.Millisecond))
+	if info, err := p.Enqueue(ctx, nil, producer.ID("lost-2"), producer.Unique("k")); err != nil || !info.Duplicate || info.ID != "lost-1" {
+		t.Fatalf("a second job with the key: %+v, %v; want lost-1 holding it", info, err)
+	}
+}

@@ -98,8 +98,12 @@ type UniqueEntry struct {
 // Uniques reads and writes the reservations of one queue's unique bucket. Its reads
 // go to the bucket's stream leader (the bucket has no direct gets), so a decision
 // never rests on a replica that lags; its writes are compare-and-sets. Every call
-// waits while the bucket has no leader (retry.Do, retry.UntilLeader), up to
-// ctx's end.
+// waits while the bucket has no leader, up to ctx's end, and each try gets a bounded
+// wait for its reply (retry.Do): a write sent to a node that failed, or as a leader
+// was elected, may get no reply at all, and waited for the whole context (a unique
+// enqueue during a failover once did). Sending a compare-and-set again is safe: if
+// the first one landed, the second is a conflict, which callers resolve by reading
+// the key (a reservation that names the job is its own).
 type Uniques struct {
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
@@ -207,9 +211,9 @@ func (u *Uniques) Create(ctx context.Context, key string, r Reservation) (uint64
 	// unanswered until ctx ends. Then, over a delete or expiry marker, as KV's Create.
 	var rev uint64
 	tok := wireid.Encode(key)
-	err = retry.UntilLeader(ctx, func() (err error) { rev, err = u.kv.Update(ctx, tok, b, 0); return err })
+	err = retry.Do(ctx, func(ctx context.Context) (err error) { rev, err = u.kv.Update(ctx, tok, b, 0); return err })
 	if jserr.IsConflict(err) {
-		err = retry.UntilLeader(ctx, func() (err error) { rev, err = u.kv.Create(ctx, tok, b); return err })
+		err = retry.Do(ctx, func(ctx context.Context) (err error) { rev, err = u.kv.Create(ctx, tok, b); return err })
 	}
 	return rev, err
 }
@@ -222,7 +226,10 @@ func (u *Uniques) Update(ctx context.Context, key string, r Reservation, rev uin
 		return 0, err
 	}
 	var next uint64
-	err = retry.UntilLeader(ctx, func() (err error) { next, err = u.kv.Update(ctx, wireid.Encode(key), b, rev); return err })
+	err = retry.Do(ctx, func(ctx context.Context) (err error) {
+		next, err = u.kv.Update(ctx, wireid.Encode(key), b, rev)
+		return err
+	})
 	return next, err
 }
 
@@ -236,7 +243,7 @@ func (u *Uniques) Finish(ctx context.Context, key string, r Reservation, rev uin
 	}
 	ttl := time.Duration(max(KeepSeconds(keep), 1)) * time.Second
 	msg := &nats.Msg{Subject: "$KV." + u.bucket + "." + wireid.Encode(key), Data: b}
-	return retry.UntilLeader(ctx, func() error {
+	return retry.Do(ctx, func(ctx context.Context) error {
 		_, err := u.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
 		return err
 	})
@@ -245,7 +252,7 @@ func (u *Uniques) Finish(ctx context.Context, key string, r Reservation, rev uin
 // Release frees key if it is still at revision rev, leaving a marker that the
 // server removes after markerTTL.
 func (u *Uniques) Release(ctx context.Context, key string, rev uint64) error {
-	return retry.UntilLeader(ctx, func() error {
+	return retry.Do(ctx, func(ctx context.Context) error {
 		return u.kv.Purge(ctx, wireid.Encode(key), jetstream.LastRevision(rev), jetstream.PurgeTTL(markerTTL))
 	})
 }
