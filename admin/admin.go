@@ -14,28 +14,6 @@ import (
 	"github.com/workq/workq/producer"
 )
 
-// Errors callers can test with errors.Is, besides the producer's (ErrNotFound,
-// ErrInvalidName, ErrInvalidOption), which the job and schedule calls return as
-// the producer does.
-var (
-	// ErrNoQueue: the queue's jobs stream does not exist.
-	ErrNoQueue = errors.New("no such queue")
-	// ErrNoDeadLetter: no dead letter matches the selection.
-	ErrNoDeadLetter = errors.New("no such dead letter")
-	// ErrNoWorkers: the queue has no workers' consumer yet (no worker has run), so
-	// there is no AckWait to change and nothing to pause.
-	ErrNoWorkers = errors.New("no workers' consumer")
-	// ErrNotFound: no job with that id is queued, scheduled or recorded (the
-	// producer's ErrNotFound).
-	ErrNotFound = producer.ErrNotFound
-	// ErrFinished: the job cannot be cancelled, it has finished (done or dead).
-	ErrFinished = producer.ErrFinished
-	// ErrCorruptRecord: the value at the job's key is not its record (another
-	// client wrote it); Job and CancelJob say so instead of reporting it (the
-	// producer's ErrCorruptRecord).
-	ErrCorruptRecord = producer.ErrCorruptRecord
-)
-
 // Admin administers the workq queues of one JetStream domain and account. It is
 // safe for concurrent use.
 type Admin struct {

@@ -8,13 +8,6 @@ import (
 	"github.com/workq/workq/internal/record"
 )
 
-// ErrCancelled is the cause of a handler's context when its job was cancelled while
-// it ran (producer.Cancel, admin's CancelJob, workq job cancel): the cancel wrote the
-// job's record cancelled, and the worker saw it at its next heartbeat. The error
-// matches ErrStale too: like a superseded run, a cancelled one can commit nothing.
-// The worker drops the job: not committed, not retried, not dead-lettered.
-var ErrCancelled = errors.New("job cancelled")
-
 // cancelledError is the cause a cancelled run of j ends with.
 func cancelledError(j *Job) error {
 	return fmt.Errorf("job %s: %w (%w: it may not commit)", j.id, ErrCancelled, ErrStale)

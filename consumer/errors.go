@@ -5,30 +5,62 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/workq/workq/internal/naming"
+	"github.com/workq/workq/internal/option"
+	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 )
 
-// Errors callers can test with errors.Is.
+// Errors callers can test with errors.Is. Those of internal packages are the same
+// values as producer's and kvlock's, re-exported so that callers need not import them.
 var (
-	// ErrStale: this worker no longer owns the job; another delivery claimed it.
-	// Job.Fence returns it, and a running handler's context ends with it as cause.
+	// ErrInvalidName is returned by New for a queue name workq cannot use.
+	ErrInvalidName = naming.ErrInvalid
+	// ErrInvalidOption is returned by New for an option given a value it does not
+	// take (the error names the option, the value and what it wants), options that
+	// contradict each other (a Heartbeat not shorter than AckWait), or a nil context,
+	// JetStream or handler.
+	ErrInvalidOption = option.ErrInvalid
+	// ErrIncompatible is returned by New when the queue or its consumer exists with a
+	// configuration this worker cannot use (for example another AckWait).
+	ErrIncompatible = queue.ErrIncompatible
+	// ErrNeedsCluster is returned by New when Replicas asks for more replicas than the
+	// server can place (a single server keeps one).
+	ErrNeedsCluster = queue.ErrNeedsCluster
+	// ErrNotProvisioned is returned by New when the queue, or one of its consumers,
+	// does not exist and the worker's user may not create it; an operator creates the
+	// queue first (admin.CreateQueue, 'workq queue create'). The error names what is
+	// missing and wraps the server's nats.ErrPermissionViolation.
+	ErrNotProvisioned = queue.ErrNotProvisioned
+
+	// ErrStale is returned by Job.Fence, and is the cause a running handler's context
+	// ends with, when this run no longer owns the job: another delivery claimed it.
 	ErrStale = errors.New("job was reassigned to another worker")
-	// ErrPanic wraps a handler's panic; the error text carries the stack.
+	// ErrCancelled is the cause of a handler's context when its job was cancelled while
+	// it ran (producer.Cancel, admin's CancelJob, workq job cancel): the cancel wrote
+	// the job's record cancelled, and the worker saw it at its next heartbeat. The
+	// error matches ErrStale too: like a superseded run, a cancelled one can commit
+	// nothing. The worker drops the job: not committed, not retried, not dead-lettered.
+	ErrCancelled = errors.New("job cancelled")
+	// ErrPanic wraps a handler's panic as the run's error; its text carries the stack.
 	ErrPanic = errors.New("handler panicked")
-	// ErrUnknownKind: Mux has no handler for the job's kind. Permanent.
+	// ErrUnknownKind is the permanent error of a job whose kind Mux has no handler for.
 	ErrUnknownKind = errors.New("no handler for job kind")
-	// ErrMalformed: the payload could not be decoded (JSON). Permanent.
+	// ErrMalformed is the permanent error of a job that cannot be run as sent: a
+	// payload a typed handler cannot decode (JSON), or headers out of bounds.
 	ErrMalformed = errors.New("malformed job payload")
-	// ErrExhausted: the job ran out of attempts.
+	// ErrExhausted wraps the error of a job's last attempt, when it ran out of
+	// attempts and goes to dead letters.
 	ErrExhausted = errors.New("attempts exhausted")
-	// ErrUnfenced: an unfenced worker's job has no fencing token (Job.FencingToken).
+	// ErrUnfenced is returned by Job.FencingToken on an unfenced worker, whose jobs
+	// have no fencing token.
 	ErrUnfenced = errors.New("unfenced worker: no fencing token")
-	// ErrCorruptRecord: the value at a job's key in the records bucket is not the
-	// job's record (not JSON, another job's record, a field no workq writer makes):
-	// another client wrote it. A fenced worker dead-letters such a job without
-	// running it (the dead letter's Workq-Error says what was wrong), and a run whose
-	// claim is overwritten by such a value loses it (ErrStale). The same value as
-	// producer.ErrCorruptRecord.
+	// ErrCorruptRecord is the cause when the value at a job's key in the records
+	// bucket is not the job's record (not JSON, another job's record, a field no workq
+	// writer makes): another client wrote it. A fenced worker dead-letters such a job
+	// without running it (the dead letter's Workq-Error says what was wrong), and a
+	// run whose claim is overwritten by such a value loses it (ErrStale). The same
+	// value as producer.ErrCorruptRecord.
 	ErrCorruptRecord = record.ErrCorrupt
 )
 

@@ -311,13 +311,7 @@ func Use(mw ...Middleware) Option {
 // Replicas sets the replica count when the worker creates the queue (see
 // producer.Replicas). Default: 1 on creation, an existing queue as it is.
 func Replicas(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > 5 {
-			return option.Invalid("Replicas", n, "1 to 5")
-		}
-		c.queue.Replicas = n
-		return nil
-	}
+	return func(c *config) error { return c.queue.SetReplicas(n) }
 }
 
 // GroupCommit sets whether the record writes of concurrent jobs (claims, commits,

@@ -21,29 +21,31 @@ import (
 const maxRecordError = 8 << 10
 
 // The room a record keeps for its fields other than result and last_error, each at
-// its largest, JSON-encoded.
+// its largest, JSON-encoded. A text any client sets (the id, the kind, the enqueue)
+// may be all characters that JSON writes as six bytes ('<' is \u003c).
 const (
+	jsonMaxEscape = len(`\u003c`)
 	// recordKeysRoom: the keys, quotes, colons, commas and braces of every field
 	// (about 200 bytes), result and last_error included.
 	recordKeysRoom = 320
 	// recordNamesRoom: id, queue and state.
-	recordNamesRoom = queue.MaxIDLen + naming.MaxLen + len("retrying")
+	recordNamesRoom = jsonMaxEscape*queue.MaxIDLen + naming.MaxLen + len("retrying")
 	// recordNumbersRoom: attempt, max_attempts, lease_ms, sequence and the worker's pid.
 	recordNumbersRoom = 5 * len("-9223372036854775808")
 	// recordTimesRoom: enqueued_at, started_at, finished_at and retry_at.
 	recordTimesRoom = 4 * len("2006-01-02T15:04:05.999999999-07:00")
 	// recordKindRoom: the kind, at most queue.MaxKindLen bytes (a job with a longer
 	// one is dead-lettered before it runs).
-	recordKindRoom = queue.MaxKindLen
+	recordKindRoom = jsonMaxEscape * queue.MaxKindLen
 	// recordWorkerRoom: the worker's name and host. The same holds for a longer name.
 	recordWorkerRoom = 1024
 	// recordRunRoom: the enqueue, at most queue.MaxEnqueueLen bytes (a job with a
 	// longer one is dead-lettered before it runs), and the run id (about 25).
-	recordRunRoom = queue.MaxEnqueueLen + 64
+	recordRunRoom = jsonMaxEscape*queue.MaxEnqueueLen + 64
 	// recordWriteRoom: the headers of the KV write ("NATS/1.0", the expected last
 	// sequence of a compare-and-set, a per-key TTL): about 100 bytes.
 	recordWriteRoom = 256
-	// recordFieldsRoom is their sum: about 3.3 KiB.
+	// recordFieldsRoom is their sum: about 10 KiB.
 	recordFieldsRoom = recordKeysRoom + recordNamesRoom + recordNumbersRoom + recordTimesRoom +
 		recordKindRoom + recordWorkerRoom + recordRunRoom + recordWriteRoom
 )
@@ -51,7 +53,7 @@ const (
 // maxResultSize is the largest result (Job.SetResult) a job record can hold on a
 // connection whose server takes maxPayload bytes per message: the room left by the
 // other fields and a last_error of maxRecordError bytes, times 3/4 for base64 (4
-// bytes of JSON per 3 of result). 0 if nothing fits. About 760 KiB at the default
+// bytes of JSON per 3 of result). 0 if nothing fits. About 755 KiB at the default
 // max payload of 1 MiB.
 func maxResultSize(maxPayload int64) int {
 	room := maxPayload - int64(recordFieldsRoom+maxRecordError)

@@ -85,14 +85,16 @@ func TestMaxResultSizeFitsARecord(t *testing.T) {
 	t.Parallel()
 	for _, maxPayload := range []int64{1 << 20, 8 << 20, 64 << 10} {
 		limit := maxResultSize(maxPayload)
-		if low := int((maxPayload-16<<10)/4*3) - 3; limit < low {
+		if low := int((maxPayload-20<<10)/4*3) - 3; limit < low {
 			t.Errorf("maxResultSize(%d) = %d, want at least %d", maxPayload, limit, low)
 		}
 		at := time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(11*3600+59*60)))
 		r := record.Record{
-			ID: strings.Repeat("i", queue.MaxIDLen), Queue: strings.Repeat("q", 64), Kind: strings.Repeat("k", recordKindRoom),
-			State: record.Retrying, Attempt: math.MinInt64, MaxAttempts: math.MinInt64, LeaseMS: math.MinInt64, Sequence: math.MaxUint64, Enqueue: strings.Repeat("e", queue.MaxEnqueueLen), Run: strings.Repeat("r", 40),
-			Worker:     &record.Worker{Name: strings.Repeat("n", recordWorkerRoom/2), Host: strings.Repeat("h", recordWorkerRoom/2), PID: math.MinInt64},
+			// Every text at its longest, of the characters JSON escapes longest
+			// ('<' is \u003c): any text is a job id, and any client sets the kind.
+			ID: strings.Repeat("<", queue.MaxIDLen), Queue: strings.Repeat("q", 64), Kind: strings.Repeat("<", queue.MaxKindLen),
+			State: record.Retrying, Attempt: math.MinInt64, MaxAttempts: math.MinInt64, LeaseMS: math.MinInt64, Sequence: math.MaxUint64, Enqueue: strings.Repeat("<", queue.MaxEnqueueLen), Run: strings.Repeat("r", 40),
+			Worker:     &record.Worker{Name: strings.Repeat("<", recordWorkerRoom/12), Host: strings.Repeat("h", recordWorkerRoom/2), PID: math.MinInt64},
 			EnqueuedAt: at, StartedAt: at, FinishedAt: at, RetryAt: at,
 			LastError: recordError(strings.Repeat("<", 1<<20)),
 			Result:    make([]byte, limit),

@@ -14,35 +14,11 @@ import (
 
 	"github.com/workq/workq/internal/attempt"
 	"github.com/workq/workq/internal/groupcommit"
-	"github.com/workq/workq/internal/naming"
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/quickstop"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
-)
-
-// Re-exported so callers need not import the internal packages.
-var (
-	// ErrInvalidName: a queue name workq cannot use.
-	ErrInvalidName = naming.ErrInvalid
-	// ErrInvalidOption: an option given a value it does not take (the error names
-	// the option, the value and what it wants), options that contradict each other
-	// (a Heartbeat not shorter than AckWait), or a nil context, JetStream or
-	// handler. The same value as producer.ErrInvalidOption and
-	// kvlock.ErrInvalidOption.
-	ErrInvalidOption = option.ErrInvalid
-	// ErrIncompatible: the queue or its consumer exists with a configuration this
-	// worker cannot use (for example another AckWait).
-	ErrIncompatible = queue.ErrIncompatible
-	// ErrNeedsCluster: Replicas asks for more replicas than the server can place (a
-	// single server keeps one).
-	ErrNeedsCluster = queue.ErrNeedsCluster
-	// ErrNotProvisioned: the queue, or one of its consumers, does not exist, and
-	// the worker's user may not create it; an operator creates the queue first
-	// (admin.CreateQueue, 'workq queue create'). The error names what is missing and
-	// wraps the server's nats.ErrPermissionViolation.
-	ErrNotProvisioned = queue.ErrNotProvisioned
 )
 
 // errDrained is the cause of a handler context cancelled because the worker stopped

@@ -23,7 +23,7 @@ func TestAuth(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := run(t, c.auth, embedded.MemoryStore())
+			s := run(t, c.auth, embedded.TmpfsStore())
 			for _, bad := range [][]nats.Option{{c.wrong}, nil} {
 				if nc, err := nats.Connect(s.URL(), bad...); !errors.Is(err, nats.ErrAuthorization) {
 					if nc != nil {

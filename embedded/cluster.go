@@ -33,7 +33,7 @@ const DefaultClusterName = "workq"
 // a JetStream meta leader is elected and sees every node. The options apply to every
 // node, except Name, Port, RoutePort and Routes, which RunCluster sets: node i is named
 // workq-n<i>, on ports picked free. Node i stores under <dir>/n<i>, where dir is Dir's
-// directory (kept) or a new temporary one (in tmpfs with MemoryStore) that Close
+// directory (kept) or a new temporary one (in tmpfs with TmpfsStore) that Close
 // removes.
 func RunCluster(n int, opts ...Option) (*Cluster, error) {
 	if n < 2 {
@@ -144,10 +144,6 @@ func (cl *Cluster) Stop(i int) { cl.nodes[i].Stop() }
 
 // Restart stops node i if it runs and starts it again with its store and ports.
 func (cl *Cluster) Restart(i int) error { return cl.nodes[i].Restart() }
-
-// ErrNoLeader is wrapped by WaitForLeader's error when no JetStream meta leader with
-// every running node current and online was seen in time.
-var ErrNoLeader = errors.New("embedded: no JetStream meta leader")
 
 // WaitForLeader waits until one running node is the JetStream meta leader, every
 // running node is current with it, and the leader sees every running node online

@@ -36,7 +36,7 @@ func TestNodesJoinThroughClusterOptions(t *testing.T) {
 	var nodes []*embedded.Server
 	for i := range 3 {
 		s := run(t, embedded.Name(fmt.Sprintf("node-%d", i)), embedded.ClusterName("joined"),
-			embedded.RoutePort(routePorts[i]), embedded.Routes(routes...), embedded.MemoryStore())
+			embedded.RoutePort(routePorts[i]), embedded.Routes(routes...), embedded.TmpfsStore())
 		if want := "nats://" + routes[i]; s.RouteURL() != want {
 			t.Fatalf("node %d: RouteURL %q, want %q", i, s.RouteURL(), want)
 		}
@@ -77,7 +77,7 @@ func TestNodesJoinThroughClusterOptions(t *testing.T) {
 func TestClusterStoreOptions(t *testing.T) {
 	t.Parallel()
 	t.Run("memory store and sync always", func(t *testing.T) {
-		cl, err := embedded.RunCluster(3, embedded.MemoryStore(), embedded.SyncAlways())
+		cl, err := embedded.RunCluster(3, embedded.TmpfsStore(), embedded.SyncAlways())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestClusterStoreOptions(t *testing.T) {
 
 func TestClusterStopAndRestartNode(t *testing.T) {
 	t.Parallel()
-	cl, err := embedded.RunCluster(3, embedded.MemoryStore(), embedded.UserPassword("u", "p"))
+	cl, err := embedded.RunCluster(3, embedded.TmpfsStore(), embedded.UserPassword("u", "p"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
-
-	"github.com/workq/workq/internal/option"
 )
-
-// ErrInvalidOption is wrapped by every error about a bad option value or a bad
-// combination of options. It is the same value as producer.ErrInvalidOption,
-// consumer.ErrInvalidOption and kvlock.ErrInvalidOption: one errors.Is answers for
-// every workq package.
-var ErrInvalidOption = option.ErrInvalid
 
 // invalid is the error for a bad option: "embedded: <what is wrong>: invalid option
 // or argument".
@@ -173,14 +165,14 @@ func parseRoute(s string) (*url.URL, error) {
 }
 
 // storeDir returns the store directory the options ask for: Dir's, kept (own false),
-// or a new temporary one named pattern, in tmpfs with MemoryStore, that Close removes
+// or a new temporary one named pattern, in tmpfs with TmpfsStore, that Close removes
 // (own true).
 func (c *config) storeDir(pattern string) (dir string, own bool, err error) {
 	if c.dir != "" {
 		return c.dir, false, nil
 	}
 	base := ""
-	if c.memory {
+	if c.tmpfs {
 		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 			base = "/dev/shm"
 		}

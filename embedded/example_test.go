@@ -89,7 +89,7 @@ func ExampleRun_deployment() {
 
 // A 3-node cluster in one process, for trying replicated streams.
 func ExampleRunCluster() {
-	cl, err := embedded.RunCluster(3, embedded.MemoryStore())
+	cl, err := embedded.RunCluster(3, embedded.TmpfsStore())
 	if err != nil {
 		log.Fatal(err)
 	}

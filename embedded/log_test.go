@@ -79,7 +79,7 @@ func TestLogger(t *testing.T) {
 	t.Parallel()
 	t.Run("info", func(t *testing.T) {
 		h := newRecords(slog.LevelInfo)
-		run(t, embedded.Logger(slog.New(h)), embedded.MemoryStore())
+		run(t, embedded.Logger(slog.New(h)), embedded.TmpfsStore())
 		r, ok := h.find("Server is ready")
 		if !ok || r.Level != slog.LevelInfo {
 			t.Fatalf("no Info record %q (found %v, level %s)", "Server is ready", ok, r.Level)
@@ -92,7 +92,7 @@ func TestLogger(t *testing.T) {
 	})
 	t.Run("trace", func(t *testing.T) {
 		h := newRecords(embedded.LevelTrace)
-		s := run(t, embedded.Logger(slog.New(h)), embedded.MemoryStore())
+		s := run(t, embedded.Logger(slog.New(h)), embedded.TmpfsStore())
 		// A client's CONNECT is traced.
 		nc := jetStream(t, s.URL()).Conn()
 		nc.Close()
@@ -102,7 +102,7 @@ func TestLogger(t *testing.T) {
 	})
 	t.Run("cluster nodes say which", func(t *testing.T) {
 		h := newRecords(slog.LevelInfo)
-		cl, err := embedded.RunCluster(2, embedded.Logger(slog.New(h)), embedded.MemoryStore())
+		cl, err := embedded.RunCluster(2, embedded.Logger(slog.New(h)), embedded.TmpfsStore())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func TestLogWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	run(t, embedded.LogWriter(f), embedded.MemoryStore())
+	run(t, embedded.LogWriter(f), embedded.TmpfsStore())
 	b, err := os.ReadFile(path)
 	if err != nil || !strings.Contains(string(b), `level=INFO msg="Server is ready"`) {
 		t.Fatalf("log written (%v):\n%s\nwant an Info line saying the server is ready", err, b)

@@ -15,7 +15,7 @@ type config struct {
 	host       string
 	port       int
 	dir        string
-	memory     bool
+	tmpfs      bool
 	syncAlways bool
 
 	user, password string
@@ -59,11 +59,11 @@ func Port(port int) Option { return func(c *config) { c.port = port } }
 
 // Dir sets the JetStream store directory, which is kept: its data survives Close
 // and the process. For a cluster, node i stores under dir/n<i>. Default: a new
-// temporary directory (see MemoryStore) that Close removes, because a server started
+// temporary directory (see TmpfsStore) that Close removes, because a server started
 // without a directory is a scratch server.
 func Dir(dir string) Option { return func(c *config) { c.dir = dir } }
 
-// MemoryStore puts the temporary store directory in a RAM-backed tmpfs, /dev/shm,
+// TmpfsStore puts the temporary store directory in a RAM-backed tmpfs, /dev/shm,
 // where the machine has one (else in the ordinary temporary directory, on disk).
 //
 // It is not JetStream memory storage: the server still runs its file store, and
@@ -72,7 +72,7 @@ func Dir(dir string) Option { return func(c *config) { c.dir = dir } }
 // data survives Restart (and Stop, until Close removes the directory), and nothing
 // survives a reboot. It has no effect together with Dir. Default off: the store is a
 // new directory under os.TempDir, on disk, as a server whose data matters needs.
-func MemoryStore() Option { return func(c *config) { c.memory = true } }
+func TmpfsStore() Option { return func(c *config) { c.tmpfs = true } }
 
 // SyncAlways makes the server fsync every write (sync_interval: always). Slower, but
 // an acknowledged publish survives a power failure. Default off: nats-server's own

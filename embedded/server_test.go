@@ -115,7 +115,7 @@ func storeOne(t *testing.T, ctx context.Context, js jetstream.JetStream, stream 
 
 func TestRestartKeepsPortAndFileStreams(t *testing.T) {
 	t.Parallel()
-	s := run(t, embedded.SyncAlways(), embedded.MemoryStore())
+	s := run(t, embedded.SyncAlways(), embedded.TmpfsStore())
 	wantSyncAlways(t, s.NATS(), true)
 	js := jetStream(t, s.URL())
 	ctx := testenv.Context(t, 30*time.Second)
@@ -193,9 +193,9 @@ func TestDirIsKept(t *testing.T) {
 	}
 }
 
-func TestMemoryStoreIsAFileStoreInTmpfs(t *testing.T) {
+func TestTmpfsStoreIsAFileStore(t *testing.T) {
 	t.Parallel()
-	s := run(t, embedded.MemoryStore())
+	s := run(t, embedded.TmpfsStore())
 	if haveShm() {
 		wantStoreIn(t, s.NATS(), "/dev/shm")
 	}
@@ -206,7 +206,7 @@ func TestMemoryStoreIsAFileStoreInTmpfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := st.CachedInfo().Config.Storage; got != jetstream.FileStorage {
-		t.Fatalf("stream storage = %s, want file: MemoryStore must not change a stream's storage", got)
+		t.Fatalf("stream storage = %s, want file: TmpfsStore must not change a stream's storage", got)
 	}
 	// The stream's files are in the store directory.
 	found := false
@@ -230,7 +230,7 @@ func TestPortInUse(t *testing.T) {
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
 	began := time.Now()
-	s, err := embedded.Run(embedded.Port(port), embedded.MemoryStore())
+	s, err := embedded.Run(embedded.Port(port), embedded.TmpfsStore())
 	if err == nil {
 		s.Close()
 		t.Fatal("Run on a port in use succeeded")
@@ -269,7 +269,7 @@ func TestFailedRunLeavesNoStore(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	t.Parallel()
-	s := run(t, embedded.MemoryStore(), embedded.MaxMemory(64<<20), embedded.MaxStore(128<<20))
+	s := run(t, embedded.TmpfsStore(), embedded.MaxMemory(64<<20), embedded.MaxStore(128<<20))
 	cfg := s.NATS().JetStreamConfig()
 	if cfg.MaxMemory != 64<<20 || cfg.MaxStore != 128<<20 {
 		t.Fatalf("JetStream limits: memory %d, store %d; want %d, %d", cfg.MaxMemory, cfg.MaxStore, 64<<20, 128<<20)

@@ -58,7 +58,7 @@ func wantTLS(t *testing.T, s *embedded.Server, roots *x509.CertPool) {
 func TestTLSFiles(t *testing.T) {
 	t.Parallel()
 	cert, key, roots := testcert.SelfSigned(t)
-	s := run(t, embedded.TLSFiles(cert, key), embedded.MemoryStore())
+	s := run(t, embedded.TLSFiles(cert, key), embedded.TmpfsStore())
 	wantTLS(t, s, roots)
 }
 
@@ -69,7 +69,7 @@ func TestTLSConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := run(t, embedded.TLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}), embedded.MemoryStore())
+	s := run(t, embedded.TLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}), embedded.TmpfsStore())
 	wantTLS(t, s, roots)
 }
 
@@ -91,7 +91,7 @@ authorization: { users: [ { user: w, password: secret } ] }
 	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := run(t, embedded.ConfigFile(conf), embedded.MemoryStore())
+	s := run(t, embedded.ConfigFile(conf), embedded.TmpfsStore())
 	if !strings.HasPrefix(s.URL(), "tls://127.0.0.1:") || strings.HasSuffix(s.URL(), ":1") {
 		t.Errorf("URL %s: want tls:// on the options' address", s.URL())
 	}

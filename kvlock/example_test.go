@@ -38,7 +38,7 @@ func process(url string) (*kvlock.Locker, func()) {
 // GET_LOCK(name, timeout) and RELEASE_LOCK(name): the context's deadline is the
 // timeout, and Release says whether the lock was still held.
 func ExampleLocker_Acquire() {
-	srv, err := embedded.Run(embedded.MemoryStore())
+	srv, err := embedded.Run(embedded.TmpfsStore())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func ExampleLocker_Acquire() {
 // A pool of locks keyed by object id: Do waits for the object's lock (watching it,
 // not polling), runs the function and releases the lock.
 func ExampleLocker_Do() {
-	srv, err := embedded.Run(embedded.MemoryStore())
+	srv, err := embedded.Run(embedded.TmpfsStore())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func (s *store) Write(token uint64, value string) error {
 // A fencing token checked by the protected resource: a holder that was paused past
 // its lease (and superseded) cannot overwrite the new holder's work.
 func ExampleLock_Token() {
-	srv, err := embedded.Run(embedded.MemoryStore())
+	srv, err := embedded.Run(embedded.TmpfsStore())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func ExampleLock_Token() {
 // A rate limit shared by several processes: at most 3 requests per second to an
 // external API, whichever process makes them.
 func ExampleLocker_Limiter() {
-	srv, err := embedded.Run(embedded.MemoryStore())
+	srv, err := embedded.Run(embedded.TmpfsStore())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func ExampleLocker_Limiter() {
 
 // Semaphore: at most two concurrent exports across all processes.
 func ExampleSemaphore() {
-	srv, err := embedded.Run(embedded.MemoryStore())
+	srv, err := embedded.Run(embedded.TmpfsStore())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -41,8 +41,8 @@ func TestBadInput(t *testing.T) {
 		{Replicas(0), "Replicas(0): want 1 to 5"},
 		{Replicas(-1), "Replicas(-1): want 1 to 5"},
 		{Replicas(7), "Replicas(7): want 1 to 5"},
-		{WithDefaultTTL(0), "WithDefaultTTL(0s): want at least MinTTL (50ms)"},
-		{WithDefaultTTL(-time.Second), "WithDefaultTTL(-1s): want at least MinTTL"},
+		{LockTTL(0), "LockTTL(0s): want at least MinTTL (50ms)"},
+		{LockTTL(-time.Second), "LockTTL(-1s): want at least MinTTL"},
 		{Logger(nil), "Logger(nil): want a logger"},
 	} {
 		if _, err := New(ctx, js, c.o); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {

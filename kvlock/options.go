@@ -23,7 +23,7 @@ const (
 	// when a Locker creates them (Replicas).
 	DefaultReplicas = 1
 
-	// DefaultTTL is the lease of a lock unless the TTL option or WithDefaultTTL says
+	// DefaultTTL is the lease of a lock unless the TTL option or LockTTL says
 	// otherwise. The lease only matters when the holder stops renewing (crash,
 	// pause, partition): a live holder renews it forever. 10 s keeps renewals rare
 	// (every ~3.3 s) while a crashed holder blocks others for at most ~10 s.
@@ -105,11 +105,11 @@ func Owner(label string) Option {
 	}
 }
 
-// WithDefaultTTL sets the lease used by Acquire and TryAcquire calls without a TTL
+// LockTTL sets the lease used by Acquire and TryAcquire calls without a TTL
 // option. Default DefaultTTL (10 s); see TTL for what the lease means.
-func WithDefaultTTL(d time.Duration) Option {
+func LockTTL(d time.Duration) Option {
 	return func(c *config) error {
-		if err := checkTTL("WithDefaultTTL", d); err != nil {
+		if err := checkTTL("LockTTL", d); err != nil {
 			return err
 		}
 		c.defaultTTL = d
@@ -174,7 +174,7 @@ func NoRenew() AcquireOption {
 // renews automatically every third of the lease. Leases below one second work;
 // with nobody waiting, the server removes an abandoned lock after the lease rounded
 // up to whole seconds (its TTL granularity). Minimum MinTTL (50 ms). Default: the
-// Locker's default, DefaultTTL (10 s) unless WithDefaultTTL changed it.
+// Locker's default, DefaultTTL (10 s) unless LockTTL changed it.
 func TTL(d time.Duration) AcquireOption {
 	return func(c *acquireConfig) error {
 		if err := checkTTL("TTL", d); err != nil {

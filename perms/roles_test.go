@@ -84,7 +84,7 @@ func serve(t *testing.T, accounts map[string][]user) (*embedded.Server, *violati
 		t.Fatal(err)
 	}
 	v := &violations{}
-	s, err := embedded.Run(embedded.ConfigFile(conf), embedded.MemoryStore(), embedded.Logger(slog.New(v)))
+	s, err := embedded.Run(embedded.ConfigFile(conf), embedded.TmpfsStore(), embedded.Logger(slog.New(v)))
 	if err != nil {
 		t.Fatalf("run server with\n%s: %v", b.String(), err)
 	}

@@ -14,10 +14,6 @@ import (
 	"github.com/workq/workq/internal/retry"
 )
 
-// ErrFinished: Cancel found the job finished, done or dead; there is nothing left to
-// cancel. The error names its state.
-var ErrFinished = errors.New("job has finished")
-
 // Cancel cancels job id wherever it stands, and returns its record, which says
 // cancelled from then on:
 //

@@ -3,7 +3,6 @@ package producer
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -25,11 +24,6 @@ type JobArgs interface {
 	// type's zero value, with no job at hand.
 	Kind() string
 }
-
-// ErrNilArgs: EnqueueArgs or NewJob was given a nil JobArgs (or a nil pointer),
-// whose JSON would be null: a job no typed handler can use. Like every nil argument,
-// the error also wraps ErrInvalidOption.
-var ErrNilArgs = errors.New("nil job args")
 
 // EnqueueArgs enqueues args as one job: its payload is args encoded as JSON, its kind
 // args.Kind(). Options and errors are Enqueue's; a Kind option that names another

@@ -48,13 +48,7 @@ type config struct {
 // creation, which works on a single server; an existing queue is taken as it is.
 // Use 3 on a cluster.
 func Replicas(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > 5 {
-			return option.Invalid("Replicas", n, "1 to 5")
-		}
-		c.queue.Replicas = n
-		return nil
-	}
+	return func(c *config) error { return c.queue.SetReplicas(n) }
 }
 
 // MemoryStorage keeps the queue in server memory: faster, but jobs are lost when the

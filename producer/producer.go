@@ -2,49 +2,15 @@ package producer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/groupcommit"
-	"github.com/workq/workq/internal/naming"
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
-)
-
-// Errors callers can test with errors.Is.
-var (
-	// ErrInvalidName: a queue name or job id that workq cannot use.
-	ErrInvalidName = naming.ErrInvalid
-	// ErrInvalidOption: an option given a value it does not take (the error names
-	// the option, the value and what it wants), or a nil context or JetStream. The
-	// same value as consumer.ErrInvalidOption and kvlock.ErrInvalidOption.
-	ErrInvalidOption = option.ErrInvalid
-	// ErrIncompatible: the queue exists with a configuration workq cannot use.
-	ErrIncompatible = queue.ErrIncompatible
-	// ErrNeedsCluster: Replicas asks for more replicas than the server can place (a
-	// single server keeps one).
-	ErrNeedsCluster = queue.ErrNeedsCluster
-	// ErrNotProvisioned: the queue does not exist, and the producer's user may not
-	// create it; an operator creates the queue first (admin.CreateQueue, 'workq
-	// queue create'). The error wraps the server's nats.ErrPermissionViolation.
-	ErrNotProvisioned = queue.ErrNotProvisioned
-	// ErrPayloadTooLarge: the job's payload and headers do not fit in the server's max
-	// payload less DeadLetterReserve.
-	ErrPayloadTooLarge = errors.New("job too large for the server's max payload")
-	// ErrNotFound: no job with that id is queued or recorded.
-	ErrNotFound = errors.New("job not found")
-	// ErrBatch: some jobs of a batch failed; each Result says which and why.
-	ErrBatch = errors.New("some jobs of the batch failed")
-	// ErrCorruptRecord: the value at the job's key in the records bucket is not the
-	// job's record (not JSON, another job's record, a field no workq writer makes):
-	// another client wrote it. Status and Cancel return it, naming the key, the
-	// revision and what is wrong, rather than report such a value as the job's
-	// state. The same value as consumer.ErrCorruptRecord.
-	ErrCorruptRecord = record.ErrCorrupt
 )
 
 // DeadLetterReserve is how many bytes of the server's max payload (nc.MaxPayload(),

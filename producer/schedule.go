@@ -20,18 +20,6 @@ import (
 	"github.com/workq/workq/internal/schedule"
 )
 
-// Errors of periodic schedules.
-var (
-	// ErrInvalidSchedule: a spec workq cannot read, a time zone the server would not
-	// know, or an interval shorter than a second. The error says what is wrong.
-	ErrInvalidSchedule = schedule.ErrInvalid
-	// ErrScheduleNotFound: no periodic schedule of that name on the queue.
-	ErrScheduleNotFound = errors.New("schedule not found")
-	// ErrNoSchedules: the queue cannot keep schedules (a server older than 2.12, or
-	// a stream the user may not update to take them).
-	ErrNoSchedules = queue.ErrNoSchedules
-)
-
 // ScheduleInfo is a periodic schedule of a queue, as Schedules and GetSchedule
 // report it.
 type ScheduleInfo struct {

@@ -5,7 +5,7 @@
 // wait with deadlines.
 //
 // A test server takes embedded's options (testenv.Start(t, embedded.SyncAlways()));
-// unlike embedded.Run, its store is in tmpfs by default (embedded.MemoryStore),
+// unlike embedded.Run, its store is in tmpfs by default (embedded.TmpfsStore),
 // because a test never needs its data on disk. WORKQ_SERVER_LOG=1 in the environment
 // shows the servers' logs on stderr.
 package testenv

@@ -12,12 +12,12 @@ import (
 )
 
 // defaults are the options every test server starts with, before the test's own: the
-// store in tmpfs (embedded.MemoryStore), since a test never needs its data on disk
+// store in tmpfs (embedded.TmpfsStore), since a test never needs its data on disk
 // and writes to RAM are faster; the server's log on stderr when the environment
 // variable WORKQ_SERVER_LOG is 1, to debug a failing test. embedded.Dir in the
 // test's options puts the store on disk.
 func defaults(opts []embedded.Option) []embedded.Option {
-	d := []embedded.Option{embedded.MemoryStore()}
+	d := []embedded.Option{embedded.TmpfsStore()}
 	if os.Getenv("WORKQ_SERVER_LOG") == "1" {
 		d = append(d, embedded.LogWriter(os.Stderr))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/retry"
 )
 
@@ -41,6 +42,16 @@ type Config struct {
 	Duplicates time.Duration
 	// RecordTTL is how long a job record lives after its last write. 0 means DefaultRecordTTL.
 	RecordTTL time.Duration
+}
+
+// SetReplicas sets Replicas to n, 1 to 5 (what JetStream places), for the Replicas
+// option of both producer and consumer.
+func (c *Config) SetReplicas(n int) error {
+	if n < 1 || n > 5 {
+		return option.Invalid("Replicas", n, "1 to 5")
+	}
+	c.Replicas = n
+	return nil
 }
 
 // Objects are the provisioned JetStream objects of a queue.
