@@ -1,6 +1,11 @@
 // Package bench measures workq side by side with the raw JetStream equivalent in the
 // same process, against the same server, so the ratio between them says what workq
 // costs. The Go benchmarks and `workq bench` both run these scenarios.
+//
+// It is also `workq bench` but for its flags: Run runs the scenarios the command
+// asks for (Config) on the server it chose (Embedded, External) and returns the
+// report (Report, printed by Report.Print); WorkerProcess is the backlog scenario's
+// worker, which runs in a child process of its own (WorkerCommand).
 package bench
 
 import (

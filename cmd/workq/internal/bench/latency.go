@@ -50,7 +50,6 @@ func (l Latency) Ratio() float64 {
 }
 
 func (l Latency) String() string {
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	s := fmt.Sprintf("%-28s n=%-7d workq p50 %7.2fms p99 %7.2fms  raw p50 %7.2fms p99 %7.2fms  ratio %.2f",
 		l.Scenario, l.N, ms(l.Workq.P50), ms(l.Workq.P99), ms(l.Raw.P50), ms(l.Raw.P99), l.Ratio())
 	if l.Bound > 0 {

@@ -1,0 +1,59 @@
+package bench
+
+import "time"
+
+// Scenarios are the scenarios Run knows, in the order `workq bench` lists them.
+// The last two are not in DefaultScenarios.
+var Scenarios = []string{"enqueue-single", "enqueue-batch", "schedule-enqueue", "process-unfenced", "process-fenced", "process-priority", "latency", "redelivery", "lock", "limiter", "backlog", "schedule-burst"}
+
+// DefaultScenarios are the scenarios run when none are named: all but backlog and
+// schedule-burst, which are long (a million jobs deep, 100 000 due at once).
+var DefaultScenarios = Scenarios[:len(Scenarios)-2]
+
+// Config is what Run runs: which scenarios, how often and how big. `workq bench`
+// fills it from its flags, which hold the defaults (named below) and check the
+// values.
+type Config struct {
+	// Scenarios are the names of the scenarios to run, from Scenarios, in the order
+	// given (--scenario; default DefaultScenarios).
+	Scenarios []string
+	// Runs is how often each scenario runs; the report holds the medians and the
+	// spread of the ratio (--runs, default 1).
+	Runs int
+	// Jobs is the jobs per throughput scenario (enqueue, process) and the operations
+	// of the limiter scenario (--jobs, default 20 000).
+	Jobs int
+	// Samples is the samples per latency scenario (latency, lock) (--samples,
+	// default 300).
+	Samples int
+	// Concurrency and Prefetch are the worker settings the process scenarios run
+	// with, one step per pair (--concurrency, default 8, 32, 128; --prefetch, default
+	// 0: the worker's adaptive default).
+	Concurrency, Prefetch []int
+	// AckWait is the redelivery scenario's AckWait (--ack-wait, default 1s): each
+	// stall waits for it, so it sets how long the scenario takes.
+	AckWait time.Duration
+	// Redeliveries is the stalls per run of the redelivery scenario
+	// (--redeliveries, default 3).
+	Redeliveries int
+	// Backlog is the backlog scenario (--backlog, --backlog-base,
+	// --backlog-concurrency, --backlog-prefetch, --backlog-fenced). Its Worker is
+	// Run's to set: see Child.
+	Backlog BacklogConfig
+	// Child, when set, runs the backlog's worker in a child process of this binary
+	// (WorkerCommand), so that the peak RSS it reports is the worker's alone: with
+	// the embedded server this process also holds the server. nil runs the worker in
+	// this process, with no RSS figure (--backlog-in-process, for tests).
+	Child Login
+	// Burst is the schedule-burst scenario (--burst, --burst-concurrency,
+	// --burst-lead).
+	Burst BurstConfig
+	// GroupCommit, when set, turns workq's group commit on or off (--group-commit);
+	// nil is auto: the library's default, except on a server that fsyncs every write,
+	// where it is on (there a commit waits for its fsync, and batches share them).
+	GroupCommit *bool
+	// JobTime is how long each job's handler takes in the process scenarios, on the
+	// workq side (--job-time, default 0: empty handlers). The raw side stays empty, so
+	// with a JobTime the process scenarios have no target.
+	JobTime time.Duration
+}
