@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/workq/workq/cmd/workq/internal/proc"
 	"github.com/workq/workq/kvlock"
 )
 
@@ -73,8 +72,8 @@ func (f *lockRunFlags) validate() error {
 // run takes the lock, runs the command under it and releases it; it exits with
 // the command's status, or --conflict-exit if the lock was not taken.
 func (f *lockRunFlags) run(ctx context.Context, a *app) error {
-	if _, err := exec.LookPath(f.argv[0]); err != nil {
-		return fmt.Errorf("command %q: %v", f.argv[0], errors.Unwrap(err))
+	if err := proc.Find(f.argv[0]); err != nil {
+		return err
 	}
 	c, l, err := a.locker(ctx, "lock run", f.lockFlags, true)
 	if err != nil {
@@ -108,48 +107,22 @@ func (f *lockRunFlags) run(ctx context.Context, a *app) error {
 // On Linux the command is killed if workq dies, so that it cannot run on after
 // the lock has gone to someone else.
 func runUnderLock(ctx context.Context, lk *kvlock.Lock, argv []string, grace time.Duration) (int, error) {
-	unpin := pinThread() // until the command is waited for: see command
-	defer unpin()
-	cmd, err := command(argv)
+	cmd, err := proc.Command(argv)
 	if err != nil {
 		return 0, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "WORKQ_LOCK_NAME="+lk.Name(), "WORKQ_LOCK_TOKEN="+strconv.FormatUint(lk.Token(), 10))
-	if err := cmd.Start(); err != nil {
+	exit, err := proc.Run(cmd, proc.Ends{Term: ctx.Done(), Stop: lk.Lost(), Grace: grace})
+	if err != nil {
 		return 0, fmt.Errorf("start %s: %w", argv[0], err)
 	}
-	pgid := cmd.Process.Pid
-	exited := make(chan struct{})
-	lost := make(chan struct{})
-	go func() {
-		select {
-		case <-exited:
-			return
-		case <-ctx.Done():
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			return // the user asked to stop: the command decides how
-		case <-lk.Lost():
-		}
-		close(lost)
-		stopGroup(pgid, grace, exited)
-	}()
-	werr := cmd.Wait()
-	close(exited)
-	select {
-	case <-lost:
+	if exit.Stopped {
 		return 0, exitCodeError{code: exitError, msg: fmt.Sprintf("lock %q was lost (token %d); the command was killed", lk.Name(), lk.Token())}
-	default:
 	}
-	var ee *exec.ExitError
-	if errors.As(werr, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return ee.ExitCode(), nil
+	status, _, ok := exit.Status()
+	if !ok {
+		return 0, fmt.Errorf("command: %w", exit.Err)
 	}
-	if werr != nil {
-		return 0, fmt.Errorf("command: %w", werr)
-	}
-	return 0, nil
+	return status, nil
 }

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/workq/workq/cmd/workq/internal/proc"
 	"github.com/workq/workq/consumer"
 )
 
@@ -135,8 +135,8 @@ func (f *workFlags) validate() error {
 
 // run runs the worker until ctx ends (SIGINT or SIGTERM), then drains it.
 func (f *workFlags) run(ctx context.Context, a *app) error {
-	if _, err := exec.LookPath(f.argv[0]); err != nil {
-		return fmt.Errorf("command %q: %v", f.argv[0], errors.Unwrap(err))
+	if err := proc.Find(f.argv[0]); err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(&lineWriter{w: a.stderr}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	a.connLog = log

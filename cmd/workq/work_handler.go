@@ -8,12 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/workq/workq/cmd/workq/internal/proc"
 	"github.com/workq/workq/consumer"
 )
 
@@ -36,9 +35,7 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 	if err != nil {
 		return fmt.Errorf("job %s: not started: %w", j.ID(), err)
 	}
-	unpin := pinThread() // until the command is waited for: see command
-	defer unpin()
-	cmd, err := command(r.argv)
+	cmd, err := proc.Command(r.argv)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", r.argv[0], err)
 	}
@@ -51,32 +48,18 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 	cmd.Stderr = io.MultiWriter(lw, tail)
 	cmd.Env = append(os.Environ(), r.env(j, token)...)
 	cmd.WaitDelay = r.flags.killGrace + time.Second // a grandchild holding stdout open cannot hang us
-	if err := cmd.Start(); err != nil {
+	// ctx ends on --timeout, a lost job or a drain that ran out: the command's group
+	// is killed.
+	exit, err := proc.Run(cmd, proc.Ends{Stop: ctx.Done(), Grace: r.flags.killGrace})
+	if err != nil {
 		return fmt.Errorf("start %s: %w", r.argv[0], err)
 	}
-	pgid := cmd.Process.Pid
-	exited := make(chan struct{})
-	killed := make(chan struct{})
-	go func() {
-		select {
-		case <-exited:
-			return
-		case <-ctx.Done():
-		}
-		close(killed)
-		stopGroup(pgid, r.flags.killGrace, exited)
-	}()
-	werr := cmd.Wait()
-	close(exited)
-
-	select {
-	case <-killed:
+	if exit.Stopped {
 		cause := context.Cause(ctx)
 		r.logf(slog.LevelWarn, j, "command killed", "cause", cause)
 		return fmt.Errorf("command killed: %w", cause)
-	default:
 	}
-	if werr == nil {
+	if exit.Err == nil {
 		if out.over {
 			return consumer.Permanent(fmt.Errorf("stdout exceeds --max-result %d bytes", r.flags.maxResult))
 		}
@@ -86,16 +69,16 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 		}
 		return nil
 	}
-	var ee *exec.ExitError
-	if !errors.As(werr, &ee) {
-		return fmt.Errorf("command: %w", werr)
+	status, signaled, ok := exit.Status()
+	if !ok {
+		return fmt.Errorf("command: %w", exit.Err)
 	}
-	msg := exitText(ee)
+	msg := exit.String()
 	if last := tail.lastLine(); last != "" {
 		msg += ": " + last
 	}
-	if ee.ExitCode() == r.flags.permanentExit {
-		r.logf(slog.LevelWarn, j, "job failed permanently", "exit", ee.ExitCode())
+	if !signaled && status == r.flags.permanentExit {
+		r.logf(slog.LevelWarn, j, "job failed permanently", "exit", status)
 		return consumer.Permanent(errors.New(msg))
 	}
 	if j.Attempt() < j.MaxAttempts() {
@@ -107,13 +90,6 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 func (r *commandRunner) logf(level slog.Level, j *consumer.Job, msg string, args ...any) {
 	args = append([]any{"job", j.ID(), "attempt", j.Attempt()}, args...)
 	r.log.Log(context.Background(), level, msg, args...)
-}
-
-func exitText(ee *exec.ExitError) string {
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return "command killed by signal " + ws.Signal().String()
-	}
-	return "command exited with status " + strconv.Itoa(ee.ExitCode())
 }
 
 // env is the job's environment for the command.
