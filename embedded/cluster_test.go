@@ -131,9 +131,7 @@ func TestClusterStopAndRestartNode(t *testing.T) {
 	}
 	js := jetStream(t, cl.URL(), cl.ClientOptions()...)
 	ctx := testenv.Context(t, 60*time.Second)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "R", Subjects: []string{"r"}, Replicas: 3}); err != nil {
-		t.Fatal(err)
-	}
+	createReplicated(t, ctx, js, jetstream.StreamConfig{Name: "R", Subjects: []string{"r"}, Replicas: 3})
 	leader := cl.StreamLeader("R")
 	if leader < 0 {
 		t.Fatal("no stream leader")
@@ -176,6 +174,31 @@ func TestRunClusterRefusesOneNode(t *testing.T) {
 				cl.Close()
 			}
 			t.Errorf("RunCluster(%d): %v, want an error asking for 2 nodes", n, err)
+		}
+	}
+}
+
+// createReplicated creates a replicated stream, sending the request again when it
+// goes unanswered for 10 s (the same config again is answered with the stream). A
+// node answers a replicated create when it becomes the new stream's leader, and
+// marks it answered at its first leader change either way, a step-down included
+// (nats-server's processStreamLeaderChange): when leadership moves early, the create
+// can go unanswered. One on a loaded CI machine waited out its 60 s.
+func createReplicated(t *testing.T, ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) {
+	t.Helper()
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := js.CreateStream(tctx, cfg)
+		cancel()
+		switch {
+		case err == nil:
+			return
+		case ctx.Err() != nil:
+			t.Fatalf("create stream %s: %v", cfg.Name, err)
+		case errors.Is(err, context.DeadlineExceeded):
+			t.Logf("create stream %s: no answer in 10 s; sending it again", cfg.Name)
+		default:
+			t.Fatalf("create stream %s: %v", cfg.Name, err)
 		}
 	}
 }
