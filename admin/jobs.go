@@ -35,3 +35,14 @@ func (a *Admin) CancelJob(ctx context.Context, name, id string) (*Record, error)
 	}
 	return p.Cancel(ctx, id)
 }
+
+// WaitJob waits until job id on queue name has ended and returns its final record:
+// done, dead or cancelled. It is producer.Wait (a watch of the job's record, no
+// polling), without creating the queue: an unknown id is ErrNotFound at once.
+func (a *Admin) WaitJob(ctx context.Context, name, id string) (*Record, error) {
+	p, err := a.producer(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait(ctx, id)
+}

@@ -168,6 +168,7 @@ func producer(n queue.Names) []string {
 	p := []string{api("INFO"), api("STREAM.INFO." + n.DeadStream)}
 	p = append(p, readStream(n.Stream)...)
 	p = append(p, readStream("KV_"+n.Bucket)...)
+	p = append(p, watch(n.Bucket)...) // Wait
 	p = append(p, bucket(n.UniqueBucket)...)
 	p = append(p, n.JobsSubject, n.JobsPrefix+">", n.PriorityPrefix()+">", n.DelayedPrefix+">")
 	return dedup(p)

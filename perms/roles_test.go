@@ -136,7 +136,8 @@ func waitState(t *testing.T, adm *admin.Admin, q, id string, state producer.Stat
 // A worker with only the worker role, and a producer with only the producer role,
 // run a queue an operator created: jobs that succeed, retry, die, run for longer than
 // AckWait on heartbeats, wait for their time, jump the line, hold a unique key, and
-// run one at a time under the queue's limits (waiting on a watch for the slot).
+// run one at a time under the queue's limits (waiting on a watch for the slot); the
+// producer reads its jobs' records and waits for their end.
 // The server denies neither of them anything; the worker, whose replies come to an
 // inbox prefix of its own, cannot listen to the shared one.
 func TestRolesRunAQueueEndToEnd(t *testing.T) {
@@ -220,6 +221,9 @@ func TestRolesRunAQueueEndToEnd(t *testing.T) {
 	waitState(t, adm, "orders", "poison", producer.StateDead, 30*time.Second)
 	if r, err := p.Status(ctx, "ok"); err != nil || r.State != producer.StateDone {
 		t.Errorf("the producer reads its job's status: %+v, %v; want done", r, err)
+	}
+	if r, err := p.Wait(ctx, "flaky"); err != nil || r.State != producer.StateDone {
+		t.Errorf("the producer waits for its job's end (a watch of its record): %+v, %v; want done", r, err)
 	}
 	dead, err := adm.DeadLetters(ctx, "orders", 10, false)
 	if err != nil || len(dead) != 1 || dead[0].JobID != "poison" {

@@ -1,0 +1,129 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/option"
+	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/internal/wireid"
+)
+
+// Wait waits until job id has ended and returns its final record: done (with its
+// Result), dead or cancelled. It watches the job's key in the records bucket, so it
+// returns as soon as the record is written, without polling; a job that retries is
+// waited for through its retries.
+//
+// A job that is neither scheduled, queued nor recorded is ErrNotFound at once, as
+// Status says; one whose record is removed while Wait waits (its queue purged) is
+// ErrNotFound too. A dead job's record is final until an operator requeues it, which
+// starts another run of the same id: a Wait after that waits for the new end. Wait
+// ends with ctx's error when ctx ends first.
+func (p *Producer) Wait(ctx context.Context, id string) (*Record, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("producer: wait for job %s on queue %s: %w", id, p.names.Queue, option.Nil("context"))
+	}
+	if err := queue.CheckID(id); err != nil {
+		return nil, fmt.Errorf("producer: wait on queue %s: %w", p.names.Queue, err)
+	}
+	fail := func(err error) (*Record, error) {
+		return nil, fmt.Errorf("producer: wait for job %s on queue %s: %w", id, p.names.Queue, err)
+	}
+	// The watch first, so that no write after Status's look is missed.
+	w, err := p.watchRecord(ctx, id)
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { _ = w.Stop() }()
+	seen := false // a record, or the job's message, was seen
+	for {
+		var e jetstream.KeyValueEntry
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		case e, ok = <-w.Updates():
+		}
+		switch {
+		case !ok:
+			return fail(errors.New("the watch of its record ended (connection closed)"))
+		case e == nil && !seen:
+			// The job has no record yet: it must be waiting to start.
+			if _, err := p.Status(ctx, id); err != nil {
+				return nil, err
+			}
+			seen = true
+		case e == nil:
+		case e.Operation() != jetstream.KeyValuePut:
+			return fail(fmt.Errorf("%w: its record was removed", ErrNotFound))
+		default:
+			seen = true
+			rec, err := record.Decode(id, e.Value(), e.Revision())
+			if err != nil {
+				return fail(err)
+			}
+			if rec.State.Terminal() {
+				return publicRecord(rec), nil
+			}
+		}
+	}
+}
+
+// watchRecord starts a watch of job id's record that lives until ctx ends. A user
+// whose permissions do not take watches (an old producer role) gets no answer to
+// its creation, only a violation on the connection: that ends it at once, with the
+// violation, rather than with ctx.
+func (p *Producer) watchRecord(ctx context.Context, id string) (jetstream.KeyWatcher, error) {
+	nc := p.js.Conn()
+	before := nc.LastError()
+	wctx, cancel := context.WithCancel(ctx)
+	type made struct {
+		w   jetstream.KeyWatcher
+		err error
+	}
+	ch := make(chan made, 1)
+	go func() {
+		w, err := p.records.KV.Watch(wctx, wireid.Encode(id))
+		ch <- made{w, err}
+	}()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case m := <-ch:
+			if m.err != nil {
+				cancel()
+				if denied := retry.Denied(nc, before); denied != nil {
+					return nil, denied
+				}
+				return nil, m.err
+			}
+			return stopper{m.w, cancel}, nil
+		case <-tick.C:
+			if denied := retry.Denied(nc, before); denied != nil {
+				cancel()
+				if m := <-ch; m.w != nil {
+					_ = m.w.Stop()
+				}
+				return nil, denied
+			}
+		}
+	}
+}
+
+// stopper is a KeyWatcher whose Stop also ends the context it was made with.
+type stopper struct {
+	jetstream.KeyWatcher
+	cancel context.CancelFunc
+}
+
+func (s stopper) Stop() error {
+	defer s.cancel()
+	return s.KeyWatcher.Stop()
+}
