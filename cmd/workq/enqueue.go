@@ -33,6 +33,8 @@ type enqueueFlags struct {
 	uniqueFor   time.Duration // --unique-for
 	jsonOut     bool
 	quiet       bool
+	await       bool          // --await: wait for the job's end
+	awaitFor    time.Duration // --await-timeout
 	groupCommit groupCommitFlag
 
 	header nats.Header // --header, parsed by validate; nil without one
@@ -66,11 +68,14 @@ level's number, 1 the lowest to 4): a worker takes waiting jobs of a higher
 level first.
 --kind, --header, --max-attempts, --priority, --at, --in, --unique and --unique-for
 apply to every job; --id to a single job.
-The exit status is non-zero if any job failed; the failed ones are named.`,
+The exit status is non-zero if any job failed; the failed ones are named.
+--await (one job) waits until the job has ended and shows its record, as
+'workq job wait' does: the exit status is then non-zero unless the job ended done.`,
 		Example: `  workq enqueue emails '{"to":"ann@example.com"}' --id welcome-ann
   workq enqueue reminders 'call Ann' --in 10m
   workq enqueue reports '{"day":"mon"}' --at 2026-11-24T02:00:00+01:00
   workq enqueue reports '{"day":"mon"}' --unique report-mon --unique-for 1h
+  workq enqueue thumbnails '{"img":"a.png"}' --await --await-timeout 1m
   seq 1 1000 | workq enqueue numbers
   workq enqueue emails --file jobs.ndjson --ndjson --json`,
 		Args: rangeArgs(1, 2, "<queue> [payload]"),
@@ -97,6 +102,8 @@ The exit status is non-zero if any job failed; the failed ones are named.`,
 	fl.DurationVar(&f.uniqueFor, "unique-for", 0, "keep the --unique key held this long after the job ended (whole seconds)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print each job's info as a JSON line")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the job ids")
+	fl.BoolVar(&f.await, "await", false, "wait until the job has ended and show its record; fail unless it ended done (one job)")
+	fl.DurationVar(&f.awaitFor, "await-timeout", 0, "with --await, wait at most this long (default: as long as it takes)")
 	fl.Var(&f.groupCommit, "group-commit", groupCommitUsage)
 	_ = cmd.MarkFlagFilename("file")
 	return cmd
@@ -132,6 +139,12 @@ func (f *enqueueFlags) validate() error {
 		return errors.New("--raw and --ndjson exclude each other")
 	case f.jsonOut && f.quiet:
 		return errors.New("--json and --quiet exclude each other")
+	case f.await && !f.hasPayload && !f.raw:
+		return errors.New("--await waits for one job: give the payload as an argument, or --raw")
+	case f.awaitFor < 0:
+		return fmt.Errorf("--await-timeout %s: want a positive duration", f.awaitFor)
+	case f.awaitFor > 0 && !f.await:
+		return errors.New("--await-timeout needs --await")
 	}
 	return nil
 }
@@ -193,6 +206,11 @@ func (f *enqueueFlags) one(ctx context.Context, a *app, p *producer.Producer, in
 			return exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: interrupted; the job may or may not have been enqueued", f.queue)}
 		}
 		return err
+	}
+	if f.await {
+		// A duplicate's ID is the job already there (for a unique key, the job that
+		// holds it): that is the job whose end answers this enqueue.
+		return awaitJob(ctx, a, f.queue, info.ID, f.awaitFor, f.jsonOut, p.Wait)
 	}
 	return f.printEnqueued(a.stdout, info)
 }

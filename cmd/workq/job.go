@@ -3,18 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	"github.com/workq/workq/admin"
 )
 
 func (a *app) jobCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "job",
-		Short: "List, look up and cancel jobs",
+		Short: "List, look up, wait for and cancel jobs",
 	}
-	cmd.AddCommand(a.jobLsCommand(), a.jobGetCommand(), a.jobCancelCommand())
+	cmd.AddCommand(a.jobLsCommand(), a.jobGetCommand(), a.jobWaitCommand(), a.jobCancelCommand())
 	return cmd
 }
 
@@ -53,41 +56,47 @@ func (f *jobGetFlags) run(ctx context.Context, a *app) error {
 		if err != nil {
 			return err
 		}
-		if f.jsonOut {
-			return writeJSON(a.stdout, rec)
-		}
-		attempts := fmt.Sprint(rec.Attempt)
-		if rec.MaxAttempts > 0 {
-			attempts += fmt.Sprintf(" of %d", rec.MaxAttempts)
-		}
-		fields := []field{
-			{"id", rec.ID},
-			{"queue", rec.Queue},
-			{"kind", rec.Kind},
-			{"state", string(rec.State)},
-			{"attempt", attempts},
-			{"sequence", rec.Sequence},
-		}
-		if !rec.Worker.IsZero() {
-			fields = append(fields, field{"worker", fmt.Sprintf("%s (host %s, pid %d)", rec.Worker.Name, rec.Worker.Host, rec.Worker.PID)})
-		}
-		fields = append(fields, field{"enqueued", instant(rec.EnqueuedAt)}, field{"started", instant(rec.StartedAt)},
-			field{"finished", instant(rec.FinishedAt)})
-		if !rec.RetryAt.IsZero() {
-			fields = append(fields, field{"retry at", instant(rec.RetryAt)})
-		}
-		if !rec.ScheduledAt.IsZero() {
-			fields = append(fields, field{"scheduled for", instant(rec.ScheduledAt)})
-		}
-		if rec.Schedule != "" {
-			fields = append(fields, field{"fired by schedule", rec.Schedule})
-		}
-		fields = append(fields, field{"last error", rec.LastError}, field{"result", printable(rec.Result)})
-		if rec.Revision > 0 {
-			fields = append(fields, field{"revision", rec.Revision})
-		}
-		return writeFields(a.stdout, fields)
+		return writeRecord(a.stdout, rec, f.jsonOut)
 	})
+}
+
+// writeRecord prints a job's record as job get shows it: its fields, or with
+// jsonOut the record as JSON (result in base64).
+func writeRecord(w io.Writer, rec *admin.Record, jsonOut bool) error {
+	if jsonOut {
+		return writeJSON(w, rec)
+	}
+	attempts := fmt.Sprint(rec.Attempt)
+	if rec.MaxAttempts > 0 {
+		attempts += fmt.Sprintf(" of %d", rec.MaxAttempts)
+	}
+	fields := []field{
+		{"id", rec.ID},
+		{"queue", rec.Queue},
+		{"kind", rec.Kind},
+		{"state", string(rec.State)},
+		{"attempt", attempts},
+		{"sequence", rec.Sequence},
+	}
+	if !rec.Worker.IsZero() {
+		fields = append(fields, field{"worker", fmt.Sprintf("%s (host %s, pid %d)", rec.Worker.Name, rec.Worker.Host, rec.Worker.PID)})
+	}
+	fields = append(fields, field{"enqueued", instant(rec.EnqueuedAt)}, field{"started", instant(rec.StartedAt)},
+		field{"finished", instant(rec.FinishedAt)})
+	if !rec.RetryAt.IsZero() {
+		fields = append(fields, field{"retry at", instant(rec.RetryAt)})
+	}
+	if !rec.ScheduledAt.IsZero() {
+		fields = append(fields, field{"scheduled for", instant(rec.ScheduledAt)})
+	}
+	if rec.Schedule != "" {
+		fields = append(fields, field{"fired by schedule", rec.Schedule})
+	}
+	fields = append(fields, field{"last error", rec.LastError}, field{"result", printable(rec.Result)})
+	if rec.Revision > 0 {
+		fields = append(fields, field{"revision", rec.Revision})
+	}
+	return writeFields(w, fields)
 }
 
 // printable shows bytes as text when they are text, else their size.
