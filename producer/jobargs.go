@@ -65,3 +65,16 @@ func NewJob(args JobArgs, opts ...EnqueueOption) (Job, error) {
 	j.Payload, j.Kind = payload, kind
 	return j, nil
 }
+
+// ScheduleArgs adds or changes the periodic schedule name as Schedule does, firing
+// jobs of args: their payload is args encoded as JSON and their kind args.Kind(),
+// as EnqueueArgs makes them, so that a schedule's jobs reach the typed handler of
+// their kind (consumer.RouteArgs) with no kind set by hand. opts set the rest as
+// for Schedule; a Kind option naming another kind is an error.
+func (p *Producer) ScheduleArgs(ctx context.Context, name, spec string, args JobArgs, opts ...EnqueueOption) (*ScheduleInfo, error) {
+	j, err := NewJob(args, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("producer: schedule %s on queue %s: %w", name, p.names.Queue, err)
+	}
+	return p.Schedule(ctx, name, spec, j.Payload, append(slices.Clip(opts), Kind(j.Kind))...)
+}

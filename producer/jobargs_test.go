@@ -1,11 +1,14 @@
 package producer_test
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
 )
@@ -100,5 +103,56 @@ func TestEnqueueArgsStoresTheJSONAndKind(t *testing.T) {
 	}
 	if st, err := s.Info(ctx); err != nil || st.State.Msgs != 1 {
 		t.Fatalf("refused jobs were stored: %+v, %v", st, err)
+	}
+}
+
+// A typed schedule fires jobs of its args' kind and JSON, which a typed handler
+// decodes (issue 26: a schedule needed its kind by hand); nil args and another Kind
+// option are refused.
+func TestScheduleArgsFiresTypedJobs(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	p := mustNew(t, js, "typed-schedules")
+	s, err := p.ScheduleArgs(ctx, "monthly-invoice", "@every 1s", invoice{Number: "F-7", Cents: 500}, producer.MaxAttempts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Kind != "invoice" || s.MaxAttempts != 2 || string(s.Payload) != `{"number":"F-7","cents":500}` {
+		t.Fatalf("schedule %+v (payload %s)", s, s.Payload)
+	}
+	mux := consumer.NewMux()
+	got := make(chan invoice, 1)
+	if err := consumer.RouteArgs(mux, func(_ context.Context, _ *consumer.Job, inv invoice) error {
+		select {
+		case got <- inv:
+		default:
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := consumer.New(ctx, js, "typed-schedules", mux, consumer.Logger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(rctx) }()
+	defer func() { stop(); <-ran }()
+	select {
+	case inv := <-got:
+		if inv != (invoice{Number: "F-7", Cents: 500}) {
+			t.Errorf("the handler decoded %+v", inv)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no firing reached the typed handler")
+	}
+	if _, err := p.ScheduleArgs(ctx, "x", "@daily", nil); !errors.Is(err, producer.ErrNilArgs) {
+		t.Errorf("ScheduleArgs(nil): %v, want ErrNilArgs", err)
+	}
+	if _, err := p.ScheduleArgs(ctx, "x", "@daily", invoice{}, producer.Kind("refund")); !errors.Is(err, producer.ErrInvalidOption) {
+		t.Errorf("ScheduleArgs with another Kind: %v, want ErrInvalidOption", err)
 	}
 }
