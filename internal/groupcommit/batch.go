@@ -187,6 +187,10 @@ func (w *Writer) conclude(wt *waiter, a answer) bool {
 	if r.Count != len(wt.ps) {
 		return fail(fmt.Errorf("atomic batch publish: %d of %d messages committed", r.Count, len(wt.ps)))
 	}
+	// Counted before the publishes are settled: a caller that got its ack sees the
+	// batch in Stats (a test read them between the two and found none).
+	w.batches.Add(1)
+	w.batched.Add(uint64(len(wt.ps)))
 	// The batch's messages are stored one after the other, the commit last.
 	first := r.Sequence - uint64(len(wt.ps)) + 1
 	for i, p := range wt.ps {
@@ -194,7 +198,5 @@ func (w *Writer) conclude(wt *waiter, a answer) bool {
 			p.settle(&jetstream.PubAck{Stream: r.Stream, Sequence: first + uint64(i), Domain: r.Domain}, nil)
 		}
 	}
-	w.batches.Add(1)
-	w.batched.Add(uint64(len(wt.ps)))
 	return true
 }
