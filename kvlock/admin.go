@@ -123,7 +123,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name string, revision uint64)
 		return h, errorf(fmt.Errorf("held at revision %d, not %d, by %s: %w", st.rev, revision, h, ErrNotHeld))
 	}
 	err = retry.Do(ctx, func(ctx context.Context) error {
-		_, err := l.purge(ctx, key, st.rev)
+		_, err := l.purge(ctx, key, st.rev, "")
 		return err
 	})
 	if jserr.IsConflict(err) {

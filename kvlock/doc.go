@@ -58,7 +58,9 @@
 //
 // The server decides every grant atomically (compare-and-set on the key's revision),
 // so two processes are never granted the same lock at once by the server, and Release
-// never removes another holder's lock. But a lock is a lease: a holder that stops
+// never removes another holder's lock. Release's purge marker names the grant it
+// freed (header Kvlock-Released-By), so a release whose reply was lost and that is
+// sent again knows the lock was released, not taken over. But a lock is a lease: a holder that stops
 // running longer than its lease (a GC pause, swapping, SIGSTOP, a slow disk) may still
 // be executing after its lease ran out and another process was granted the lock.
 // Lost and Context tell the holder as soon as it runs again; they cannot stop code

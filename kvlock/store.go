@@ -26,7 +26,14 @@ type slotState struct {
 	recOK    bool
 	observed time.Time // when this process first saw rev (monotonic)
 	tried    bool      // a write expecting rev was attempted and failed
+	// releasedBy is the grant whose release left the marker at rev (free), as the
+	// marker says (headerReleasedBy); "" if another purge left it, or none.
+	releasedBy string
 }
+
+// headerReleasedBy names, on a release's purge marker, the grant released: a
+// release whose reply was lost reads the marker and knows it as its own.
+const headerReleasedBy = "Kvlock-Released-By"
 
 // write publishes data to key if the key's last revision is expect (0: the key has
 // no message), with a server-side TTL. KeyValue.Update would drop the TTL, hence
@@ -47,9 +54,12 @@ func (l *Locker) write(ctx context.Context, key string, data []byte, expect uint
 // purge replaces key's value with a purge marker if its last revision is expect.
 // The marker expires after markerTTL so released names do not accumulate; watchers
 // see it as KeyValuePurge.
-func (l *Locker) purge(ctx context.Context, key string, expect uint64) (uint64, error) {
+func (l *Locker) purge(ctx context.Context, key string, expect uint64, by string) (uint64, error) {
 	m := nats.NewMsg(l.subjPre + key)
 	m.Header.Set("KV-Operation", "PURGE")
+	if by != "" {
+		m.Header.Set(headerReleasedBy, by)
+	}
 	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	var pa *jetstream.PubAck
 	err := retry.UntilLeader(ctx, func() (err error) {
@@ -84,6 +94,7 @@ func stateOf(rev uint64, h nats.Header, data []byte) slotState {
 	st := slotState{known: true, rev: rev, observed: now()}
 	if h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != "" {
 		st.free = true
+		st.releasedBy = h.Get(headerReleasedBy)
 		return st
 	}
 	st.rec, st.recOK = parseRecord(data)

@@ -53,6 +53,14 @@ func (p *Proxy) Pause() { p.p.Pause() }
 // Resume forwards again, delivering what waited.
 func (p *Proxy) Resume() { p.p.Resume() }
 
+// PauseReplies stops forwarding what the server sends, only: a request reaches the
+// server and its reply waits until ResumeReplies, or is lost with a Cut (a reply
+// lost with a failing link).
+func (p *Proxy) PauseReplies() { p.p.PauseReplies() }
+
+// ResumeReplies forwards what the server sends again.
+func (p *Proxy) ResumeReplies() { p.p.ResumeReplies() }
+
 // Cut closes every proxied connection; new ones are still accepted.
 func (p *Proxy) Cut() { p.p.Cut() }
 

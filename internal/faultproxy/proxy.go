@@ -13,7 +13,8 @@ import (
 // Proxy is a TCP proxy in front of a server for fault injection: Pause stops traffic
 // in both directions without closing anything (a stalled link or a frozen peer, as
 // far as the other side can tell), Resume lets it flow again, and Cut closes every
-// connection (a crashed peer or a reset link).
+// connection (a crashed peer or a reset link). PauseReplies stops only what the
+// server sends, so requests arrive and their replies wait (lost, if Cut follows).
 type Proxy struct {
 	ln     net.Listener
 	target string
@@ -21,9 +22,12 @@ type Proxy struct {
 	mu     sync.Mutex
 	paused bool
 	resume chan struct{} // closed by Resume
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	// The same for what the server sends alone (PauseReplies, ResumeReplies).
+	repliesPaused bool
+	repliesResume chan struct{}
+	conns         map[net.Conn]struct{}
+	closed        bool
+	wg            sync.WaitGroup
 }
 
 // New listens on a free loopback port and forwards to target (host:port or a
@@ -36,8 +40,9 @@ func New(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen on a loopback port: %w", err)
 	}
-	p := &Proxy{ln: ln, target: target, resume: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, resume: make(chan struct{}), repliesResume: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 	close(p.resume)
+	close(p.repliesResume)
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -69,6 +74,28 @@ func (p *Proxy) Resume() {
 	}
 }
 
+// PauseReplies stops forwarding what the server sends, leaving what clients send
+// flowing: a request reaches the server and changes what it changes, and its reply
+// waits until ResumeReplies, or is lost with a Cut.
+func (p *Proxy) PauseReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.repliesPaused {
+		p.repliesPaused = true
+		p.repliesResume = make(chan struct{})
+	}
+}
+
+// ResumeReplies forwards what the server sends again.
+func (p *Proxy) ResumeReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.repliesPaused {
+		p.repliesPaused = false
+		close(p.repliesResume)
+	}
+}
+
 // Cut closes every proxied connection; new ones are still accepted.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
@@ -85,6 +112,7 @@ func (p *Proxy) Close() {
 	p.mu.Unlock()
 	p.ln.Close()
 	p.Resume()
+	p.ResumeReplies()
 	p.Cut()
 	p.wg.Wait()
 }
@@ -111,13 +139,14 @@ func (p *Proxy) accept() {
 		p.conns[c], p.conns[s] = struct{}{}, struct{}{}
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.pipe(c, s)
-		go p.pipe(s, c)
+		go p.pipe(c, s, false)
+		go p.pipe(s, c, true)
 	}
 }
 
-// pipe copies from src to dst, holding each chunk while the proxy is paused.
-func (p *Proxy) pipe(src, dst net.Conn) {
+// pipe copies from src to dst, holding each chunk while the proxy is paused, and
+// while replies are paused when it carries what the server sends.
+func (p *Proxy) pipe(src, dst net.Conn, fromServer bool) {
 	defer p.wg.Done()
 	defer func() {
 		src.Close()
@@ -132,9 +161,12 @@ func (p *Proxy) pipe(src, dst net.Conn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			gate := p.resume
+			gate, replies := p.resume, p.repliesResume
 			p.mu.Unlock()
 			<-gate
+			if fromServer {
+				<-replies
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
