@@ -63,6 +63,8 @@ Scenarios (--scenario, comma separated; default all but backlog and schedule-bur
                     vs the same worker on jobs of one level (both workq), per
                     --concurrency                                              (jobs/s)
   latency           enqueue → commit, one job at a time, vs publish → confirmed ack
+  wait              producer.Wait: a job's commit → Wait returning its record, one
+                    job at a time, vs a KV Put → a watch delivering it
   redelivery        a worker freezes (its link stalls) or crashes (its connection
                     closes) holding a job: time until another worker starts it, vs
                     JetStream redelivering an unacked message likewise (--ack-wait)
@@ -109,7 +111,7 @@ under the table say what it holds.`,
 	fl.StringSliceVar(&c.Scenarios, "scenario", bench.DefaultScenarios, "scenarios to run: "+strings.Join(bench.Scenarios, ", "))
 	fl.IntVar(&c.Runs, "runs", 1, "runs of each scenario; the table shows medians")
 	fl.IntVar(&c.Jobs, "jobs", 20000, "jobs per throughput scenario (enqueue, process) and operations for the limiter")
-	fl.IntVar(&c.Samples, "samples", 300, "samples per latency scenario (latency, lock)")
+	fl.IntVar(&c.Samples, "samples", 300, "samples per latency scenario (latency, wait, lock)")
 	fl.IntSliceVar(&c.Concurrency, "concurrency", []int{8, 32, 128}, "worker concurrencies for the process scenarios")
 	fl.IntSliceVar(&c.Prefetch, "prefetch", []int{0}, "worker prefetch for the process scenarios (0: the default, adaptive)")
 	fl.DurationVar(&c.AckWait, "ack-wait", time.Second, "AckWait of the redelivery scenario")

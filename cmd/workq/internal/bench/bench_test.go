@@ -169,6 +169,7 @@ func TestScenariosRun(t *testing.T) {
 	}
 	for _, run := range []func() (bench.Latency, error){
 		func() (bench.Latency, error) { return bench.EndToEnd(ctx, e, 20) },
+		func() (bench.Latency, error) { return bench.WaitLatency(ctx, e, 20) },
 		func() (bench.Latency, error) { return bench.Redelivery(ctx, e, 1, 300*time.Millisecond, false) },
 		func() (bench.Latency, error) { return bench.Redelivery(ctx, e, 1, 300*time.Millisecond, true) },
 		func() (bench.Latency, error) { return bench.LockUncontended(ctx, e, 20) },

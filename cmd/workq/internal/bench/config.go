@@ -4,7 +4,7 @@ import "time"
 
 // Scenarios are the scenarios Run knows, in the order `workq bench` lists them.
 // The last two are not in DefaultScenarios.
-var Scenarios = []string{"enqueue-single", "enqueue-batch", "schedule-enqueue", "process-unfenced", "process-fenced", "process-priority", "latency", "redelivery", "lock", "limiter", "backlog", "schedule-burst"}
+var Scenarios = []string{"enqueue-single", "enqueue-batch", "schedule-enqueue", "process-unfenced", "process-fenced", "process-priority", "latency", "wait", "redelivery", "lock", "limiter", "backlog", "schedule-burst"}
 
 // DefaultScenarios are the scenarios run when none are named: all but backlog and
 // schedule-burst, which are long (a million jobs deep, 100 000 due at once).
@@ -23,7 +23,7 @@ type Config struct {
 	// Jobs is the jobs per throughput scenario (enqueue, process) and the operations
 	// of the limiter scenario (--jobs, default 20 000).
 	Jobs int
-	// Samples is the samples per latency scenario (latency, lock) (--samples,
+	// Samples is the samples per latency scenario (latency, wait, lock) (--samples,
 	// default 300).
 	Samples int
 	// Concurrency and Prefetch are the worker settings the process scenarios run

@@ -72,11 +72,13 @@ func burstRows(b Burst) []Row {
 	return slices.Concat(vsRaw, atOnce, waiting)
 }
 
-// latencyRows are a latency scenario's p50 and p99; p50Check is the p50's target.
-func latencyRows(l Latency, p50Check func(Row) bool) []Row {
-	p50 := Row{Scenario: l.Scenario, Metric: "p50 ms", Workq: ms(l.Workq.P50), Raw: ms(l.Raw.P50), Ratio: l.Ratio(), check: p50Check}
-	if p50Check != nil {
-		p50.Target = "p50 ≤ 5ms"
+// latencyRows are a latency scenario's p50 and p99; p50Max, if not 0, is the p50's
+// target.
+func latencyRows(l Latency, p50Max time.Duration) []Row {
+	p50 := Row{Scenario: l.Scenario, Metric: "p50 ms", Workq: ms(l.Workq.P50), Raw: ms(l.Raw.P50), Ratio: l.Ratio()}
+	if p50Max > 0 {
+		p50.Target = fmt.Sprintf("p50 ≤ %s", p50Max)
+		p50.check = func(r Row) bool { return r.Workq <= ms(p50Max) }
 	}
 	p99 := Row{Scenario: l.Scenario, Metric: "p99 ms", Workq: ms(l.Workq.P99), Raw: ms(l.Raw.P99), Ratio: ratio(l.Workq.P99, l.Raw.P99)}
 	return []Row{p50, p99}

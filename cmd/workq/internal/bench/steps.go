@@ -78,7 +78,12 @@ func plan(cfg Config, env Env) []step {
 		case "latency":
 			steps = append(steps, step{sc, func(ctx context.Context, _ *status) ([]Row, error) {
 				l, err := EndToEnd(ctx, env, cfg.Samples)
-				return latencyRows(l, nil), err
+				return latencyRows(l, 0), err
+			}})
+		case "wait":
+			steps = append(steps, step{sc, func(ctx context.Context, _ *status) ([]Row, error) {
+				l, err := WaitLatency(ctx, env, cfg.Samples)
+				return latencyRows(l, 2*time.Millisecond), err
 			}})
 		case "redelivery":
 			for _, crash := range []bool{false, true} {
@@ -89,7 +94,7 @@ func plan(cfg Config, env Env) []step {
 				steps = append(steps, step{name, func(ctx context.Context, _ *status) ([]Row, error) {
 					l, err := Redelivery(ctx, env, cfg.Redeliveries, cfg.AckWait, crash)
 					bound := cfg.AckWait + 250*time.Millisecond
-					rows := latencyRows(l, nil)
+					rows := latencyRows(l, 0)
 					rows = append(rows, Row{Scenario: l.Scenario, Metric: "max ms", Workq: ms(l.Workq.Max), Raw: ms(l.Raw.Max), Ratio: ratio(l.Workq.Max, l.Raw.Max),
 						Target: fmt.Sprintf("≤ AckWait + 250ms = %s", bound),
 						check:  func(r Row) bool { return r.Workq <= ms(bound) }})
@@ -99,13 +104,13 @@ func plan(cfg Config, env Env) []step {
 		case "lock":
 			steps = append(steps, step{sc + " uncontended", func(ctx context.Context, _ *status) ([]Row, error) {
 				l, err := LockUncontended(ctx, env, cfg.Samples)
-				return latencyRows(l, nil), err
+				return latencyRows(l, 0), err
 			}}, step{sc + " uncontended vs CAS", func(ctx context.Context, _ *status) ([]Row, error) {
 				l, err := LockUncontendedMinimal(ctx, env, cfg.Samples)
-				return latencyRows(l, nil), err
+				return latencyRows(l, 0), err
 			}}, step{sc + " handoff", func(ctx context.Context, _ *status) ([]Row, error) {
 				l, err := LockHandoff(ctx, env, cfg.Samples)
-				return latencyRows(l, func(r Row) bool { return r.Workq <= 5 }), err
+				return latencyRows(l, 5*time.Millisecond), err
 			}})
 		case "limiter":
 			steps = append(steps, step{sc, func(ctx context.Context, _ *status) ([]Row, error) {
