@@ -106,7 +106,17 @@ func ExampleRunCluster() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3"}, Replicas: 3})
+	// The new stream's first leader answers its creation; when leadership moves at
+	// once the answer can be lost. Creating the same stream again is answered.
+	var s jetstream.Stream
+	for {
+		tctx, tcancel := context.WithTimeout(ctx, 5*time.Second)
+		s, err = js.CreateStream(tctx, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3"}, Replicas: 3})
+		tcancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
