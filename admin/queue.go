@@ -91,7 +91,8 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// Queue returns the state of queue name, or an error wrapping ErrNoQueue.
+// Queue returns the state of queue name, or an error wrapping ErrNoQueue. A queue
+// deleted while its state is read is ErrNoQueue too, whichever read meets it gone.
 func (a *Admin) Queue(ctx context.Context, name string) (*QueueInfo, error) {
 	n, err := names(ctx, name)
 	if err != nil {
@@ -101,6 +102,18 @@ func (a *Admin) Queue(ctx context.Context, name string) (*QueueInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	qi, err := a.queueState(ctx, n, s)
+	if err != nil {
+		if _, serr := a.js.Stream(ctx, n.Stream); errors.Is(serr, jetstream.ErrStreamNotFound) {
+			return nil, fmt.Errorf("queue %s: %w (deleted while it was read)", n.Queue, ErrNoQueue)
+		}
+		return nil, err
+	}
+	return qi, nil
+}
+
+// queueState reads the state of queue n, whose jobs stream is s.
+func (a *Admin) queueState(ctx context.Context, n queue.Names, s jetstream.Stream) (*QueueInfo, error) {
 	si := s.CachedInfo()
 	limits, err := queue.LimitsOf(si.Config)
 	if err != nil {
