@@ -170,17 +170,14 @@ func Drain(ctx context.Context, js jetstream.JetStream, q string, n int, s Worke
 	if err != nil {
 		return res, err
 	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	errc := make(chan error, 1)
 	start := time.Now()
-	go func() { errc <- w.Run(wctx) }()
+	stop := startWorker(ctx, w)
+	defer stop()
 	if err := waitEmpty(ctx, stream); err != nil {
 		return res, err
 	}
 	d := time.Since(start)
-	stop()
-	if err := <-errc; err != nil {
+	if err := stop(); err != nil {
 		return res, err
 	}
 	if c := w.Stats().Committed; c < uint64(n) {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -130,6 +131,23 @@ var seq atomic.Int64
 // queueName returns a queue name not used before in this process.
 func queueName(prefix string) string {
 	return prefix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(seq.Add(1), 10)
+}
+
+// startWorker runs w until the returned stop is called: stop ends Run, waits for it
+// to return and returns its error, the same on every call.
+func startWorker(ctx context.Context, w *consumer.Worker) (stop func() error) {
+	wctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(wctx) }()
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			cancel()
+			err = <-errc
+		})
+		return err
+	}
 }
 
 // payload is the job payload every scenario uses: 128 bytes.

@@ -101,11 +101,7 @@ func EndToEnd(ctx context.Context, env Env, n int) (Latency, error) {
 	if err != nil {
 		return res, err
 	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(wctx) }()
-	defer func() { stop(); <-errc }()
+	defer startWorker(ctx, w)()
 
 	// Warm up both paths (connections, consumers, first pulls) before timing.
 	const warm = 20

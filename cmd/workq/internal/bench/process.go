@@ -95,17 +95,14 @@ func drain(ctx context.Context, env Env, q string, n int, levels []int, opts []c
 	if err != nil {
 		return 0, err
 	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
 	start := time.Now()
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(wctx) }()
+	stop := startWorker(ctx, w)
+	defer stop()
 	if err := waitEmpty(ctx, stream); err != nil {
 		return 0, err
 	}
 	r := rate(n, time.Since(start))
-	stop()
-	if err := <-errc; err != nil {
+	if err := stop(); err != nil {
 		return 0, err
 	}
 	if s := w.Stats(); s.Committed != uint64(n) {

@@ -48,11 +48,7 @@ func WaitLatency(ctx context.Context, env Env, n int) (Latency, error) {
 	if err != nil {
 		return res, err
 	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(wctx) }()
-	defer func() { stop(); <-errc }()
+	defer startWorker(ctx, w)()
 
 	const warm = 20
 	var rl, wl []time.Duration
