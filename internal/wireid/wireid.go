@@ -67,6 +67,9 @@ func Decode(tok string) (id string, ok bool) {
 	}
 	rest, encoded := strings.CutPrefix(tok, Prefix)
 	if !encoded {
+		if len(tok) > MaxLen {
+			return "", false // longer than an id may be
+		}
 		return tok, true
 	}
 	b, err := enc.DecodeString(rest)

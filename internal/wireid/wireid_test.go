@@ -31,7 +31,8 @@ func TestEncodeDecode(t *testing.T) {
 			t.Errorf("Decode(%q) = %q, %v; want %q", tc.tok, got, ok, tc.id)
 		}
 	}
-	for _, tok := range []string{"", "a b", "==", "==!!", "==bWFpbC0x" /* "mail-1": not Encode's */, "==AA" /* NUL */, "a..b"} {
+	for _, tok := range []string{"", "a b", "==", "==!!", "==bWFpbC0x" /* "mail-1": not Encode's */, "==AA" /* NUL */, "a..b",
+		strings.Repeat("T", MaxLen+1) /* plain, but longer than an id (the fuzzer's find) */} {
 		if id, ok := Decode(tok); ok {
 			t.Errorf("Decode(%q) = %q, true; want not a token", tok, id)
 		}
@@ -79,8 +80,8 @@ func FuzzRoundTrip(f *testing.F) {
 				t.Fatalf("Decode(Encode(%q)) = %q, %v", s, id, ok)
 			}
 		}
-		if id, ok := Decode(s); ok && Encode(id) != s {
-			t.Fatalf("Decode(%q) = %q, whose token is %q", s, id, Encode(id))
+		if id, ok := Decode(s); ok && (Encode(id) != s || Check("id", id) != nil) {
+			t.Fatalf("Decode(%q) = %q, whose token is %q (check: %v)", s, id, Encode(id), Check("id", id))
 		}
 	})
 }
