@@ -231,10 +231,12 @@ func TestUniqueRejectsBadInput(t *testing.T) {
 	}
 }
 
-// A unique enqueue whose reservation write gets no reply (its connection was cut
-// with the request on the way) sends it again after a bounded wait, instead of
-// waiting for it to the end of its context: a unique enqueue during a failover once
-// did (TestWritesWaitForALeader failed on a loaded machine).
+// A unique enqueue whose reservation write gets no reply (it landed, and the link
+// was cut with the reply on its way) sends it again after a bounded wait, meets its
+// own reservation and goes on, instead of waiting to the end of its context: a
+// unique enqueue during a failover once did (TestWritesWaitForALeader failed on a
+// loaded machine). The reservation is seen stored before the link is cut, so the
+// test does not guess when the request has left.
 func TestUniqueReservationLostOnTheWayIsSentAgain(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
@@ -245,7 +247,11 @@ func TestUniqueReservationLostOnTheWayIsSentAgain(t *testing.T) {
 	if _, err := p.Enqueue(ctx, nil, producer.Unique("warm")); err != nil { // the bucket exists
 		t.Fatal(err)
 	}
-	proxy.Pause()
+	direct, err := env.JetStream(t).KeyValue(ctx, "WORKQ_ulost_UNIQUE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.PauseReplies()
 	type result struct {
 		info producer.JobInfo
 		err  error
@@ -256,9 +262,13 @@ func TestUniqueReservationLostOnTheWayIsSentAgain(t *testing.T) {
 		info, err := p.Enqueue(ctx, []byte("x"), producer.ID("lost-1"), producer.Unique("k"))
 		done <- result{info, err}
 	}()
-	time.Sleep(300 * time.Millisecond) // the reservation waits in the paused link
-	proxy.Cut()                        // and is lost with it
-	proxy.Resume()
+	// The reservation reaches the server; its reply waits in the proxy.
+	testenv.Eventually(t, 10*time.Second, "the reservation stored", func() bool {
+		_, err := direct.Get(ctx, "k")
+		return err == nil
+	})
+	proxy.Cut() // and the reply is lost with the link
+	proxy.ResumeReplies()
 	var r result
 	select {
 	case r = <-done:
