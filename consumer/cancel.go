@@ -45,6 +45,15 @@ func (w *Worker) lostClaim(j *Job, cause error, why string) {
 		c()
 	}
 	if errors.Is(cause, ErrCancelled) {
+		if t := j.task(); t != nil && t.Workflow != "" {
+			// The canceller tells the task's dependents before it removes the
+			// message; one that died first left that to this delivery.
+			c := *t
+			c.State = record.Cancelled
+			if !w.tellDependents(context.Background(), j, &c) {
+				return
+			}
+		}
 		w.dropCancelled(j, "stopped")
 		return
 	}

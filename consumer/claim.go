@@ -59,7 +59,7 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 	d := protocol.Delivery{Enqueue: j.enqueue, MaxAttempts: j.maxAttempts}
 	var rec *record.Record // nil: none (on the first round: none known)
 	for round := range maxClaimRounds {
-		if round > 0 {
+		if round > 0 || j.inWorkflow {
 			r, err := w.records.Get(ctx, j.id)
 			switch {
 			case errors.Is(err, record.ErrNotFound):
@@ -91,6 +91,7 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 		}
 		switch dec.Verdict {
 		case protocol.Ack:
+			j.claim = rec
 			if rec.State == record.Cancelled {
 				return cancelled, nil
 			}
@@ -117,6 +118,9 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 		next := w.fresh(j, dec.Next.Attempt)
 		if rec != nil {
 			next.LastError = recordError(rec.LastError) // cut like our own: another client may have written one that would not fit
+			if sameEnqueue(j, rec) {
+				carryTask(next, rec)
+			}
 		}
 		err := w.cas(ctx, next, dec.Next.Revision)
 		switch {

@@ -62,10 +62,13 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 		return
 	}
 	w.releaseUnique(ctx, j)
-	j.term()
 	if fence || !j.fenced { // not a copy of a job that died before
 		w.ended(j, endDead, reason, 0)
 	}
+	if j.fenced && !w.tellDependents(ctx, j, j.task()) {
+		return
+	}
+	j.term()
 }
 
 // deadJob is what a dead letter is made of: the job's message and where it was.

@@ -64,7 +64,7 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 		return
 	}
 	defer release()
-	if w.cfg.unfenced {
+	if !j.fenced {
 		w.processUnfenced(ctx, j)
 		return
 	}
@@ -74,7 +74,7 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 // reject dead-letters a job that cannot be run, without running it.
 func (w *Worker) reject(ctx context.Context, j *Job, reason error) {
 	reason = Permanent(reason)
-	if w.cfg.unfenced {
+	if !j.fenced {
 		w.putRecord(ctx, j, record.Dead, reason, 0)
 		w.deadLetter(ctx, j, reason, false)
 		return
@@ -117,15 +117,21 @@ func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 		return true
 	case alreadyDone:
 		w.stats.alreadyDone.Add(1)
-		w.ack(j)
+		if w.tellDependents(ctx, j, j.claim) {
+			w.ack(j)
+		}
 	case cancelled:
-		w.dropCancelled(j, "dropped before it ran")
+		if w.tellDependents(ctx, j, j.claim) {
+			w.dropCancelled(j, "dropped before it ran")
+		}
 	case alreadyDead:
 		if j.claim.Sequence != j.md.Sequence.Stream {
 			// Another copy of the enqueue that died: its own message publishes the
 			// dead letter before it is terminated.
 			w.stats.alreadyDone.Add(1)
-			j.term()
+			if w.tellDependents(ctx, j, j.claim) {
+				j.term()
+			}
 			break
 		}
 		w.deadLetter(ctx, j, errors.New(j.claim.LastError), false)

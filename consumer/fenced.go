@@ -81,7 +81,9 @@ func (w *Worker) commit(ctx context.Context, j *Job) {
 	}
 	w.releaseUnique(ctx, j)
 	w.ended(j, endCommitted, nil, 0)
-	w.ack(j)
+	if w.tellDependents(ctx, j, j.task()) {
+		w.ack(j)
+	}
 }
 
 // ack acknowledges the delivery without waiting for the server to confirm it. The

@@ -19,6 +19,7 @@ import (
 	"github.com/workq/workq/internal/quickstop"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/internal/workflow"
 )
 
 // errDrained is the cause of a handler context cancelled because the worker stopped
@@ -43,15 +44,16 @@ type Worker struct {
 	observe  attempt.Observer      // told each run's outcome; from Run's context, usually nil (observe.go)
 	quick    bool                  // end open pulls at once on stop; from Run's context (internal/quickstop)
 
-	limits    queueLimits       // the queue's limits (queue_limits.go)
-	gateCtx   context.Context   // ends when Run stops pulling: waiting for a limit stops then
-	uniques   queue.LazyUniques // the unique bucket, opened by the first unique job (unique.go)
-	runIDs    *runIDs           // makes the ids of this worker's runs (claim.go)
-	sightings sightings         // revisions of records other runs hold, as first seen (claim.go)
-	rewatch   chan *lease       // watched deliveries going back to a slot (fenced.go)
-	watching  sync.WaitGroup    // watched deliveries off the slots
-	finishing chan struct{}     // bounds background outcome writes
-	finishers sync.WaitGroup    // background outcome writes in progress
+	limits    queueLimits        // the queue's limits (queue_limits.go)
+	gateCtx   context.Context    // ends when Run stops pulling: waiting for a limit stops then
+	uniques   queue.LazyUniques  // the unique bucket, opened by the first unique job (unique.go)
+	flows     *workflow.Releaser // tells workflow tasks' dependents (workflow.go)
+	runIDs    *runIDs            // makes the ids of this worker's runs (claim.go)
+	sightings sightings          // revisions of records other runs hold, as first seen (claim.go)
+	rewatch   chan *lease        // watched deliveries going back to a slot (fenced.go)
+	watching  sync.WaitGroup     // watched deliveries off the slots
+	finishing chan struct{}      // bounds background outcome writes
+	finishers sync.WaitGroup     // background outcome writes in progress
 }
 
 // New returns a worker for queue, creating the queue and its workers' consumer if
@@ -110,7 +112,8 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	w := &Worker{
 		js: js, names: names, objects: objs, records: records,
 		handler: Chain(h, cfg.middleware...), cfg: cfg, metrics: m, runIDs: newRunIDs(), rewatch: make(chan *lease),
-		log: cfg.logger.With("queue", queueName, "worker", cfg.name),
+		log:   cfg.logger.With("queue", queueName, "worker", cfg.name),
+		flows: &workflow.Releaser{Store: records, Stream: objs.Stream, JS: js, Names: names},
 	}
 	host, _ := os.Hostname()
 	w.identity = record.Worker{Name: cfg.name, Host: host, PID: os.Getpid()}

@@ -68,6 +68,9 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 			if err != nil {
 				return nil, err
 			}
+			if c.Workflow != "" {
+				return &c, p.cancelTask(ctx, &c)
+			}
 			return &c, p.removeMessage(ctx, c.Sequence)
 		}
 		// No record, or the record of a finished job: the job to cancel, if any, is a
@@ -110,6 +113,33 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 		return c, p.removeMessage(ctx, c.Sequence)
 	}
 	return nil, fmt.Errorf("job %s: its record kept changing", id)
+}
+
+// cancelTask finishes the cancel of workflow task c: its dependents are told (and
+// cancelled, unless they run when a parent failed) before its messages go, so that a
+// cancel cut short leaves its message to the worker that gets it, which tells them
+// then. A task whose record was written before its message (every task waits or is
+// queued so until a worker claims it) names no sequence: its held message and its
+// job subjects are purged.
+func (p *Producer) cancelTask(ctx context.Context, c *record.Record) error {
+	if err := p.flows.Ended(ctx, c); err != nil {
+		return fmt.Errorf("job cancelled, but its dependent tasks were not all told: %w", err)
+	}
+	if c.Sequence != 0 {
+		return p.removeMessage(ctx, c.Sequence)
+	}
+	if err := p.flows.DropHeld(ctx, c.ID); err != nil {
+		return fmt.Errorf("job cancelled, but its held message could not be removed: %w", err)
+	}
+	for _, subject := range p.names.LevelJobSubjects(c.ID) {
+		err := retry.Do(ctx, func(ctx context.Context) error {
+			return p.objects.Stream.Purge(ctx, jetstream.WithPurgeSubject(subject))
+		})
+		if err != nil {
+			return fmt.Errorf("job cancelled, but its message could not be removed from the queue (a worker will drop it): %w", err)
+		}
+	}
+	return nil
 }
 
 // waiting finds the message of job id that waits to start, delayed or queued, and

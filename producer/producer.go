@@ -11,6 +11,7 @@ import (
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/internal/workflow"
 )
 
 // DeadLetterReserve is how many bytes of the server's max payload (nc.MaxPayload(),
@@ -31,7 +32,12 @@ type Producer struct {
 	group   *groupcommit.Writer // nil: single publishes
 	cfg     config
 	metrics *producerMetrics
-	uniques queue.LazyUniques // the unique bucket, opened by the first unique enqueue
+	uniques queue.LazyUniques  // the unique bucket, opened by the first unique enqueue
+	flows   *workflow.Releaser // tells a cancelled workflow task's dependents
+	// workflowStep, when set (by tests), is called before each write of
+	// EnqueueWorkflow with the step ("record", "held", "root") and the task's index;
+	// an error it returns fails that write.
+	workflowStep func(step string, n int) error
 }
 
 // New returns a producer for queue, creating the queue's streams and bucket if they
@@ -71,7 +77,8 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...
 		return nil, fmt.Errorf("producer: queue %s: %w", names.Queue, err)
 	}
 	group := groupcommit.For(js, cfg.groupCommit, objs.Stream.CachedInfo().Config.Replicas, objs.AtomicJobs)
-	return &Producer{js: js, names: names, objects: objs, records: records, group: group, cfg: cfg, metrics: m}, nil
+	return &Producer{js: js, names: names, objects: objs, records: records, group: group, cfg: cfg, metrics: m,
+		flows: &workflow.Releaser{Store: records, Stream: objs.Stream, JS: js, Names: names}}, nil
 }
 
 // Queue is the queue's name.

@@ -66,6 +66,22 @@ type Record struct {
 	// Result is what the handler set with Job.SetResult when the job was committed;
 	// nil until then, or if it set nothing. Base64 in JSON.
 	Result []byte `json:"result,omitempty"`
+	// Workflow is the id of the workflow the job is a task of (EnqueueWorkflow); ""
+	// for a job outside a workflow. The fields below are empty then too.
+	Workflow string `json:"workflow,omitempty"`
+	// Task is the job's task name in its workflow.
+	Task string `json:"task,omitempty"`
+	// Parents are the tasks it depends on (DependsOn).
+	Parents []string `json:"parents,omitempty"`
+	// Dependents are the tasks that depend on it.
+	Dependents []string `json:"dependents,omitempty"`
+	// WaitingFor are the parents that have not ended yet, while it is waiting.
+	WaitingFor []string `json:"waiting_for,omitempty"`
+	// FailedParents are the parents that ended dead or cancelled.
+	FailedParents []string `json:"failed_parents,omitempty"`
+	// RunIfParentFailed: it runs even when a parent failed (RunIfParentFailed);
+	// else it is cancelled then.
+	RunIfParentFailed bool `json:"run_if_parent_failed,omitempty"`
 	// Revision is the KV revision the record was read at: for a running job, its
 	// claim's fencing token (Job.FencingToken). 0 for a queued job that has no record
 	// yet. It is not part of the JSON document (the bucket keeps it beside the value).
@@ -106,11 +122,13 @@ const (
 	// StateCancelled: cancelled (Cancel) before it finished; it does not run again,
 	// and nothing was committed.
 	StateCancelled State = State(record.Cancelled)
+	// StateWaiting: a workflow's task waiting for its parent tasks to end.
+	StateWaiting State = State(record.Waiting)
 )
 
 // States are the states a job can be in, in the order a job goes through them:
 // what JobQuery.State takes (besides "").
-var States = []State{StateScheduled, StateQueued, StateRunning, StateRetrying, StateDone, StateDead, StateCancelled}
+var States = []State{StateScheduled, StateWaiting, StateQueued, StateRunning, StateRetrying, StateDone, StateDead, StateCancelled}
 
 // Terminal reports whether no more attempts will be made: the job is done, dead
 // or cancelled.
@@ -139,6 +157,9 @@ func publicRecord(r *record.Record) *Record {
 		LastError:   r.LastError,
 		Result:      r.Result,
 		Revision:    r.Revision,
+
+		Workflow: r.Workflow, Task: r.Task, Parents: r.Parents, Dependents: r.Dependents,
+		WaitingFor: r.WaitingFor, FailedParents: r.FailedParents, RunIfParentFailed: r.RunIfFailed,
 	}
 	if w := r.Worker; w != nil {
 		out.Worker = WorkerInfo{Name: w.Name, Host: w.Host, PID: w.PID}

@@ -29,6 +29,10 @@ func filled(t *testing.T) *record.Record {
 				f.SetUint(uint64(k))
 			case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Uint8:
 				f.SetBytes([]byte{byte(k), 0, 0xff})
+			case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
+				f.Set(reflect.ValueOf([]string{"v" + string(rune('a'+k)), "w"}))
+			case f.Kind() == reflect.Bool:
+				f.SetBool(true)
 			case f.Kind() == reflect.Pointer && f.Elem().Kind() == reflect.Struct:
 				fill(f.Elem(), 100+k)
 			default:

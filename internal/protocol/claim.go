@@ -27,6 +27,7 @@ const (
 	Done      State = "done"
 	Dead      State = "dead"
 	Cancelled State = "cancelled"
+	Waiting   State = "waiting" // a workflow's task whose parents have not all ended
 )
 
 // Terminal reports whether no more runs will be made of the enqueue the record is of.
@@ -112,7 +113,8 @@ const RetryTolerance = 100 * time.Millisecond
 //   - Running, held by another run: watch until its revision has stood unchanged for
 //     its lease on this worker's clock, then take it over (attempt + 1).
 //   - Retrying: later until its retry time, then claim attempt + 1.
-//   - Queued (handed back unstarted): claim attempt + 1.
+//   - Waiting (a workflow's task whose parents have not all ended): later.
+//   - Queued (handed back unstarted, or a released task): claim attempt + 1.
 //   - An attempt past MaxAttempts is exhausted: dead-lettered without running.
 func DecideClaim(rec *Record, d Delivery, seen Sighting, run string, lease time.Duration, now time.Time) Decision {
 	claim := func(attempt int, why string) Decision {
@@ -134,6 +136,10 @@ func DecideClaim(rec *Record, d Delivery, seen Sighting, run string, lease time.
 		return claim(1, "another enqueue of the id left a live record and no message")
 	case rec.Enqueue != d.Enqueue:
 		return Decision{Verdict: Later, Wait: max(rec.Lease, time.Second), Why: "another enqueue of the id is live"}
+	case rec.State == Waiting:
+		// Its message is held until its last parent ends, and the release writes
+		// it queued first: a copy seen now is put back until then.
+		return Decision{Verdict: Later, Wait: max(rec.Lease, time.Second), Why: "waiting for its parent tasks"}
 	case rec.State == Done, rec.State == Cancelled:
 		return Decision{Verdict: Ack, Why: "record " + string(rec.State)}
 	case rec.State == Dead:

@@ -39,6 +39,8 @@ func TestDecideClaim(t *testing.T) {
 		{name: "done", rec: rec(Done, 1, "e1"), d: d, want: Ack},
 		{name: "cancelled", rec: rec(Cancelled, 0, "e1"), d: d, want: Ack},
 		{name: "dead", rec: rec(Dead, 3, "e1"), d: d, want: Term},
+		{name: "a workflow's task waiting for its parents", rec: rec(Waiting, 0, "e1"), d: d, want: Later, wait: lease},
+		{name: "a released workflow task", rec: rec(Queued, 0, "e1"), d: d, want: Claim, attempt: 1},
 		{name: "running, not seen before", rec: rec(Running, 1, "e1"), d: d, want: Watch, wait: lease},
 		{name: "running, seen at another revision", rec: rec(Running, 1, "e1"), d: d, seen: Sighting{Revision: 6, For: time.Hour}, want: Watch, wait: lease},
 		{name: "running, seen for part of the lease", rec: rec(Running, 1, "e1"), d: d, seen: Sighting{Revision: 7, For: 4 * time.Second}, want: Watch, wait: 6 * time.Second},

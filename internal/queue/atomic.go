@@ -14,10 +14,28 @@ import (
 // happens once per queue (the first provisioning after this setting existed), so a
 // concurrent change by an operator is overwritten at most then.
 func allowAtomic(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) bool {
-	if cfg.AllowAtomicPublish {
+	return turnOn(ctx, js, cfg, func(c *jetstream.StreamConfig) *bool { return &c.AllowAtomicPublish })
+}
+
+// allowMsgTTL turns on TTLs per message on the stream of config cfg if they are off,
+// and reports whether the stream takes them: a workflow's waiting task is written to
+// never expire, whatever the bucket's TTL. As with allowAtomic, failures are not
+// errors (only workflows need it, and say so), and the update happens once per queue.
+func allowMsgTTL(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) bool {
+	return turnOn(ctx, js, cfg, func(c *jetstream.StreamConfig) *bool { return &c.AllowMsgTTL })
+}
+
+// turnOn sets the setting flag points at in cfg, updating the stream if it was off,
+// and reports whether the stream has it on.
+func turnOn(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, flag func(*jetstream.StreamConfig) *bool) bool {
+	if *flag(&cfg) {
 		return true
 	}
-	cfg.AllowAtomicPublish = true
+	*flag(&cfg) = true
 	s, err := js.UpdateStream(ctx, cfg)
-	return err == nil && s.CachedInfo().Config.AllowAtomicPublish
+	if err != nil {
+		return false
+	}
+	got := s.CachedInfo().Config
+	return *flag(&got)
 }

@@ -63,6 +63,9 @@ type Objects struct {
 	// AtomicJobs and AtomicRecords say whether the jobs stream and the records
 	// bucket's stream take atomic batch publishes (group commit needs them).
 	AtomicJobs, AtomicRecords bool
+	// RecordTTLs says whether the records bucket's stream takes a TTL per write:
+	// a workflow's waiting task is written to never expire (workflows need it).
+	RecordTTLs bool
 	// SchedulesErr is nil when the jobs stream takes message schedules (delayed and
 	// periodic jobs), else why it does not.
 	SchedulesErr error
@@ -97,7 +100,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 		o.Stream, err = ensureStream(ctx, js, jetstream.StreamConfig{
 			Name:        n.Stream,
 			Description: "workq jobs of queue " + n.Queue,
-			Subjects:    append(append(n.JobsFilter(), n.ScheduleSubjects()...), n.PrioritySubjects()...),
+			Subjects:    append(append(append(n.JobsFilter(), n.ScheduleSubjects()...), n.PrioritySubjects()...), n.HeldPrefix+">"),
 			Retention:   jetstream.WorkQueuePolicy,
 			Storage:     storage,
 			Replicas:    replicas,
@@ -133,9 +136,12 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 		if err != nil {
 			return err
 		}
-		o.SchedulesErr = allowSchedules(ctx, js, n, o.Stream.CachedInfo().Config)
-		o.AtomicJobs = allowAtomic(ctx, js, o.Stream.CachedInfo().Config)
+		jobs := o.Stream.CachedInfo().Config
+		o.SchedulesErr = allowSchedules(ctx, js, n, &jobs)
+		o.AtomicJobs = allowAtomic(ctx, js, jobs)
 		o.AtomicRecords = allowAtomic(ctx, js, records)
+		records.AllowAtomicPublish = o.AtomicRecords // what the update wrote, so the next one keeps it
+		o.RecordTTLs = allowMsgTTL(ctx, js, records)
 		return nil
 	})
 	if err != nil {

@@ -31,7 +31,7 @@ func (e *CorruptError) Error() string {
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
 // known are the states a stored record may have (Scheduled is never stored).
-var known = map[State]bool{Queued: true, Running: true, Retrying: true, Done: true, Dead: true, Cancelled: true}
+var known = map[State]bool{Queued: true, Running: true, Retrying: true, Done: true, Dead: true, Cancelled: true, Waiting: true}
 
 // Decode reads value, stored at revision rev under key id, as id's record. It fails
 // with a *CorruptError when value is not JSON of a record, is the record of another

@@ -87,6 +87,31 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 		b = base64.StdEncoding.AppendEncode(b, r.Result)
 		b = append(b, '"')
 	}
+	if r.Workflow != "" {
+		b = append(b, `,"workflow":`...)
+		b = appendString(b, r.Workflow)
+	}
+	if r.Task != "" {
+		b = append(b, `,"task":`...)
+		b = appendString(b, r.Task)
+	}
+	for _, l := range [...]struct {
+		key   string
+		names []string
+	}{{`,"parents":`, r.Parents}, {`,"dependents":`, r.Dependents}, {`,"waiting_for":`, r.WaitingFor}, {`,"failed_parents":`, r.FailedParents}} {
+		if len(l.names) == 0 {
+			continue
+		}
+		b = append(b, l.key...)
+		for i, n := range l.names {
+			b = append(b, "[,"[min(i, 1)])
+			b = appendString(b, n)
+		}
+		b = append(b, ']')
+	}
+	if r.RunIfFailed {
+		b = append(b, `,"run_if_parent_failed":true`...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -97,6 +122,14 @@ func (r *Record) sizeHint() int {
 	n := 300 + 5*37 + len(r.ID) + len(r.Queue) + len(r.Kind) + len(r.Enqueue) + len(r.Run) + len(r.State) + len(r.Schedule) + len(r.LastError) + base64.StdEncoding.EncodedLen(len(r.Result))
 	if w := r.Worker; w != nil {
 		n += len(w.Name) + len(w.Host)
+	}
+	if r.Workflow != "" {
+		n += 120 + len(r.Workflow) + len(r.Task)
+		for _, l := range [...][]string{r.Parents, r.Dependents, r.WaitingFor, r.FailedParents} {
+			for _, s := range l {
+				n += len(s) + 3
+			}
+		}
 	}
 	return n
 }

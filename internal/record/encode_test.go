@@ -30,6 +30,17 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 			EnqueuedAt: pickT(), StartedAt: pickT(), FinishedAt: pickT(), RetryAt: pickT(), Revision: 7,
 			ScheduledAt: pickT(), Schedule: pick(strs),
 		}
+		if i%5 != 0 {
+			r.Workflow, r.Task, r.RunIfFailed = pick(strs), pick(strs), i%7 == 0
+			for _, l := range []*[]string{&r.Parents, &r.Dependents, &r.WaitingFor, &r.FailedParents} {
+				switch rng.IntN(3) {
+				case 1:
+					*l = []string{}
+				case 2:
+					*l = []string{pick(strs), pick(strs), pick(strs)}[:1+rng.IntN(3)]
+				}
+			}
+		}
 		if i%3 != 0 {
 			r.Worker = &Worker{Name: pick(strs), Host: pick(strs), PID: rng.IntN(100000)}
 		}

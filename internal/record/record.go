@@ -23,6 +23,9 @@ const (
 	// Cancelled: cancelled before it finished (Cancel); it does not run again, and
 	// nothing was committed.
 	Cancelled State = "cancelled"
+	// Waiting: a workflow's task whose parents have not all ended; it has no message
+	// in the queue until the last of them ends (docs/workflows.md).
+	Waiting State = "waiting"
 )
 
 // Terminal reports whether no more attempts will be made.
@@ -56,6 +59,15 @@ type Record struct {
 	Schedule    string    `json:"schedule,omitempty"`    // the periodic schedule that fired the job
 	LastError   string    `json:"last_error,omitempty"`
 	Result      []byte    `json:"result,omitempty"` // base64 in JSON: what the handler set
+
+	// A workflow's task (docs/workflows.md); all empty for a job outside a workflow.
+	Workflow      string   `json:"workflow,omitempty"`             // the workflow's id
+	Task          string   `json:"task,omitempty"`                 // the task's name in it; the job id is Workflow + "." + Task
+	Parents       []string `json:"parents,omitempty"`              // the tasks it waits for
+	Dependents    []string `json:"dependents,omitempty"`           // the tasks that wait for it
+	WaitingFor    []string `json:"waiting_for,omitempty"`          // the parents that have not ended yet
+	FailedParents []string `json:"failed_parents,omitempty"`       // the parents that ended dead or cancelled
+	RunIfFailed   bool     `json:"run_if_parent_failed,omitempty"` // run even when a parent failed (else it is cancelled)
 
 	// Revision is the KV revision this record was read at or written as; for a claim
 	// it is the job's fencing token. Not part of the document.

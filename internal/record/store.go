@@ -178,6 +178,11 @@ func (s Store) Update(ctx context.Context, r *Record, prev uint64) error {
 	return s.write(ctx, r, expectRevision(prev))
 }
 
+// Remove removes id's record, with its history.
+func (s Store) Remove(ctx context.Context, id string) error {
+	return retry.Do(ctx, func(ctx context.Context) error { return s.KV.Purge(ctx, wireid.Encode(id)) })
+}
+
 // Put writes r whatever is there (the unfenced path).
 func (s Store) Put(ctx context.Context, r *Record) error {
 	return s.write(ctx, r, nil)
@@ -193,6 +198,15 @@ func (s Store) write(ctx context.Context, r *Record, h nats.Header) error {
 	b, err := r.AppendJSON(nil) // json.Marshal's bytes, cheaper (encode.go)
 	if err != nil {
 		return err
+	}
+	if r.State == Waiting {
+		// A workflow's task may wait for its parents longer than the bucket keeps
+		// records: it never expires while it waits (the next write, which releases it,
+		// is on the bucket's TTL again).
+		if h == nil {
+			h = nats.Header{}
+		}
+		h.Set(jetstream.MsgTTLHeader, "never")
 	}
 	msg := &nats.Msg{Subject: "$KV." + s.Bucket + "." + wireid.Encode(r.ID), Data: b, Header: h}
 	return retry.UntilLeader(ctx, func() error { return s.publish(ctx, r, msg) })

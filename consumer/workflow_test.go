@@ -1,0 +1,388 @@
+package consumer_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/producer"
+	"github.com/workq/workq/testenv"
+)
+
+// flowRun is what a workflow test's handler saw of one run of a task.
+type flowRun struct {
+	token   uint64   // the run's fencing token: its claim's revision
+	parents []string // Job.Parents
+	failed  []string // Job.FailedParents
+}
+
+// flowRecorder is a handler for workflow tests: each task's result is its name and
+// its parents' results, "name(parent results…)"; it records every run.
+type flowRecorder struct {
+	mu   sync.Mutex
+	runs map[string][]flowRun // by task name
+	fail map[string]bool      // tasks whose handler fails for good
+	hold chan struct{}        // when set, task "slow" waits for it (or its context)
+}
+
+func newFlowRecorder() *flowRecorder {
+	return &flowRecorder{runs: map[string][]flowRun{}, fail: map[string]bool{}}
+}
+
+func (f *flowRecorder) Handle(ctx context.Context, j *consumer.Job) error {
+	tok, err := j.FencingToken(ctx)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.runs[j.Task()] = append(f.runs[j.Task()], flowRun{token: tok, parents: j.Parents(), failed: j.FailedParents()})
+	fail, hold := f.fail[j.Task()], f.hold
+	f.mu.Unlock()
+	if j.Task() == "slow" && hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if fail {
+		return consumer.Permanent(errors.New("fails for good"))
+	}
+	var in []string
+	for _, p := range j.Parents() {
+		b, err := j.ParentResult(ctx, p)
+		if errors.Is(err, consumer.ErrParentFailed) {
+			in = append(in, p+"!")
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		in = append(in, string(b))
+	}
+	j.SetResult([]byte(j.Task() + "(" + strings.Join(in, ",") + ")"))
+	return nil
+}
+
+func (f *flowRecorder) ran(task string) []flowRun {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.runs[task])
+}
+
+// flowQueue starts a server and a producer of queue q, with workers of f (one per
+// option set given; none when none are), and returns the producer and JetStream.
+func flowQueue(t *testing.T, q string, f *flowRecorder, workers ...[]consumer.Option) (*producer.Producer, jetstream.JetStream) {
+	t.Helper()
+	js := testenv.Start(t).JetStream(t)
+	p := newProducer(t, js, q)
+	for _, opts := range workers {
+		runWorker(t, newWorker(t, js, q, f, opts...))
+	}
+	return p, js
+}
+
+// enqueueFlow enqueues wf and returns its tasks' job ids.
+func enqueueFlow(t *testing.T, p *producer.Producer, wf *producer.Workflow) []string {
+	t.Helper()
+	info, err := p.EnqueueWorkflow(testenv.Context(t, 60*time.Second), wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Tasks
+}
+
+// waitEnded waits until every job id has a terminal record and returns the records.
+func waitEnded(t *testing.T, p *producer.Producer, ids []string) map[string]*producer.Record {
+	t.Helper()
+	out := map[string]*producer.Record{}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, id := range ids {
+		for {
+			ctx := testenv.Context(t, 10*time.Second)
+			r, err := p.Wait(ctx, id)
+			if err == nil {
+				out[id] = r
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s did not end: %v", id, err)
+			}
+		}
+	}
+	return out
+}
+
+// A diamond (a → b, c → d) beside a lone root e, on two workers: every task runs
+// once; no task's claim comes before its last parent's commit, as the records'
+// revisions say (one sequence for every record of the bucket); each reads its
+// parents' results.
+func TestWorkflowRunsAfterItsParentsCommit(t *testing.T) {
+	t.Parallel()
+	f := newFlowRecorder()
+	four := []consumer.Option{consumer.Concurrency(4)}
+	p, _ := flowQueue(t, "wf-diamond", f, four, four)
+	wf := producer.NewWorkflow("order-42").
+		Task("a", producer.Job{Payload: []byte("a")}).
+		Task("b", producer.Job{}, producer.DependsOn("a")).
+		Task("c", producer.Job{}, producer.DependsOn("a")).
+		Task("d", producer.Job{}, producer.DependsOn("b", "c")).
+		Task("e", producer.Job{})
+	tasks := enqueueFlow(t, p, wf)
+	if want := []string{"order-42.a", "order-42.b", "order-42.c", "order-42.d", "order-42.e"}; !slices.Equal(tasks, want) {
+		t.Fatalf("tasks %v, want %v", tasks, want)
+	}
+	recs := waitEnded(t, p, tasks)
+	for _, id := range tasks {
+		r := recs[id]
+		if r.State != producer.StateDone || r.Attempt != 1 || r.Workflow != "order-42" {
+			t.Fatalf("%s: %+v, want done on attempt 1", id, r)
+		}
+		if runs := f.ran(r.Task); len(runs) != 1 {
+			t.Fatalf("task %s ran %d times", r.Task, len(runs))
+		}
+		for _, parent := range r.Parents {
+			pr := recs["order-42."+parent]
+			if start := f.ran(r.Task)[0].token; start <= pr.Revision {
+				t.Errorf("task %s claimed at revision %d, before its parent %s committed at %d", r.Task, start, parent, pr.Revision)
+			}
+		}
+	}
+	if got, want := string(recs["order-42.d"].Result), "d(b(a()),c(a()))"; got != want {
+		t.Errorf("d's result %q, want %q", got, want)
+	}
+	if got := recs["order-42.a"].Dependents; !slices.Equal(got, []string{"b", "c"}) {
+		t.Errorf("a's dependents %v", got)
+	}
+}
+
+// Before its parents end, a task waits: its record says which parents it waits for,
+// and it has no message a worker could get.
+func TestWorkflowTaskWaitsForItsParents(t *testing.T) {
+	t.Parallel()
+	const q = "wf-waiting"
+	p, js := flowQueue(t, q, nil)
+	ctx := testenv.Context(t, 30*time.Second)
+	enqueueFlow(t, p, producer.NewWorkflow("w").Task("a", producer.Job{}).Task("b", producer.Job{}, producer.DependsOn("a")))
+	b := status(t, p, "w.b")
+	if b.State != producer.StateWaiting || !slices.Equal(b.WaitingFor, []string{"a"}) {
+		t.Fatalf("b: %+v, want waiting for a", b)
+	}
+	if a := status(t, p, "w.a"); a.State != producer.StateQueued {
+		t.Fatalf("a: %+v, want queued", a)
+	}
+	s, err := js.Stream(ctx, "WORKQ_"+q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetLastMsgForSubject(ctx, "workq."+q+".jobs.w.b"); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("b has a job message before a ended: %v", err)
+	}
+	// Enqueued again under the same id: refused, nothing changed.
+	if _, err := p.EnqueueWorkflow(ctx, producer.NewWorkflow("w").Task("a", producer.Job{})); !errors.Is(err, producer.ErrWorkflowExists) {
+		t.Fatalf("the same workflow id again: %v, want ErrWorkflowExists", err)
+	}
+	if b := status(t, p, "w.b"); b.State != producer.StateWaiting {
+		t.Fatalf("b after a refused enqueue: %+v", b)
+	}
+}
+
+// A task whose parent died is cancelled, and so are its own dependents; a task that
+// runs if a parent failed runs, told which failed.
+func TestWorkflowParentFailure(t *testing.T) {
+	t.Parallel()
+	f := newFlowRecorder()
+	f.fail["a"] = true
+	p, _ := flowQueue(t, "wf-failure", f, []consumer.Option{consumer.Concurrency(4)})
+	wf := producer.NewWorkflow("f").
+		Task("a", producer.Job{}).
+		Task("ok", producer.Job{}).
+		Task("b", producer.Job{}, producer.DependsOn("a", "ok")).
+		Task("c", producer.Job{}, producer.DependsOn("ok", "a"), producer.RunIfParentFailed()).
+		Task("d", producer.Job{}, producer.DependsOn("b"))
+	recs := waitEnded(t, p, enqueueFlow(t, p, wf))
+	for id, want := range map[string]producer.State{"f.a": producer.StateDead, "f.ok": producer.StateDone,
+		"f.b": producer.StateCancelled, "f.c": producer.StateDone, "f.d": producer.StateCancelled} {
+		if recs[id].State != want {
+			t.Errorf("%s: %s, want %s (%+v)", id, recs[id].State, want, recs[id])
+		}
+	}
+	if runs := f.ran("b"); len(runs) != 0 {
+		t.Errorf("b ran %d times after its parent died", len(runs))
+	}
+	if runs := f.ran("d"); len(runs) != 0 {
+		t.Errorf("d ran %d times after its parent was cancelled", len(runs))
+	}
+	if got, want := string(recs["f.c"].Result), "c(ok(),a!)"; got != want {
+		t.Errorf("c's result %q, want %q", got, want)
+	}
+	if runs := f.ran("c"); len(runs) != 1 || !slices.Equal(runs[0].failed, []string{"a"}) {
+		t.Errorf("c's runs %+v, want one told that a failed", runs)
+	}
+	if !strings.Contains(recs["f.b"].LastError, "parent task a") {
+		t.Errorf("b's error %q does not say which parent failed", recs["f.b"].LastError)
+	}
+}
+
+// Cancelling a running task cancels what waits for it, which never runs; cancelling
+// a waiting task cancels it and its dependents, and removes its held message.
+func TestWorkflowCancel(t *testing.T) {
+	t.Parallel()
+	const q = "wf-cancel"
+	f := newFlowRecorder()
+	f.hold = make(chan struct{}) // never closed: "slow" runs until cancelled
+	p, js := flowQueue(t, q, f, []consumer.Option{consumer.AckWait(3 * time.Second)})
+	ctx := testenv.Context(t, 60*time.Second)
+	wf := producer.NewWorkflow("c").
+		Task("slow", producer.Job{}).
+		Task("next", producer.Job{}, producer.DependsOn("slow")).
+		Task("root", producer.Job{}).
+		Task("mid", producer.Job{}, producer.DependsOn("root", "slow")).
+		Task("last", producer.Job{}, producer.DependsOn("mid"), producer.RunIfParentFailed())
+	tasks := enqueueFlow(t, p, wf)
+	for len(f.ran("slow")) == 0 || status(t, p, "c.root").State != producer.StateDone {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := p.Cancel(ctx, "c.mid"); err != nil { // waiting for slow
+		t.Fatal(err)
+	}
+	if _, err := p.Cancel(ctx, "c.slow"); err != nil { // running
+		t.Fatal(err)
+	}
+	recs := waitEnded(t, p, tasks)
+	for id, want := range map[string]producer.State{"c.slow": producer.StateCancelled, "c.next": producer.StateCancelled,
+		"c.root": producer.StateDone, "c.mid": producer.StateCancelled, "c.last": producer.StateDone} {
+		if recs[id].State != want {
+			t.Errorf("%s: %s, want %s", id, recs[id].State, want)
+		}
+	}
+	for _, task := range []string{"next", "mid"} {
+		if n := len(f.ran(task)); n != 0 {
+			t.Errorf("%s ran %d times", task, n)
+		}
+	}
+	s, err := js.Stream(ctx, "WORKQ_"+q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	si, err := s.Info(ctx, jetstream.WithSubjectFilter("workq."+q+".held.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(si.State.Subjects) != 0 {
+		t.Errorf("held messages left: %v", si.State.Subjects)
+	}
+}
+
+// A worker that committed a task and died before telling its dependents leaves the
+// task's message in the queue: the next delivery finds the record done and tells
+// them. Here the commit is written as that worker would have, with no worker
+// running, then a worker starts.
+func TestWorkflowReleaseAfterCommitWithoutTelling(t *testing.T) {
+	t.Parallel()
+	const q = "wf-crash"
+	p, js := flowQueue(t, q, nil)
+	ctx := testenv.Context(t, 60*time.Second)
+	tasks := enqueueFlow(t, p, producer.NewWorkflow("x").Task("a", producer.Job{}).Task("b", producer.Job{}, producer.DependsOn("a")))
+	kv, err := js.KeyValue(ctx, "WORKQ_"+q+"_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, "x.a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["state"], rec["attempt"], rec["result"] = "done", 1, []byte("from the dead worker")
+	b, _ := json.Marshal(rec)
+	if _, err := kv.Update(ctx, "x.a", b, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	f := newFlowRecorder()
+	runWorker(t, newWorker(t, js, q, f))
+	recs := waitEnded(t, p, tasks)
+	if got := string(recs["x.b"].Result); got != "b(from the dead worker)" {
+		t.Fatalf("b: %+v, result %q", recs["x.b"], got)
+	}
+	if n := len(f.ran("a")); n != 0 {
+		t.Errorf("a ran %d times after its commit", n)
+	}
+}
+
+// Many parents ending at once on several workers (a fan-in of 200), and one parent
+// releasing many (a fan-out of 200): each task runs once, after all its parents
+// committed.
+func TestWorkflowFanOutFanIn(t *testing.T) {
+	t.Parallel()
+	f := newFlowRecorder()
+	sixteen := []consumer.Option{consumer.Concurrency(16)}
+	p, _ := flowQueue(t, "wf-fan", f, sixteen, sixteen, sixteen)
+	const n = 200
+	wf := producer.NewWorkflow("fan").Task("start", producer.Job{})
+	mids := make([]string, n)
+	for i := range mids {
+		mids[i] = fmt.Sprintf("m%d", i)
+		wf.Task(mids[i], producer.Job{}, producer.DependsOn("start"))
+	}
+	wf.Task("end", producer.Job{}, producer.DependsOn(mids...))
+	tasks := enqueueFlow(t, p, wf)
+	recs := waitEnded(t, p, tasks)
+	var lastCommit uint64
+	for _, id := range tasks {
+		r := recs[id]
+		if r.State != producer.StateDone {
+			t.Fatalf("%s: %+v", id, r)
+		}
+		if runs := f.ran(r.Task); len(runs) != 1 {
+			t.Fatalf("%s ran %d times", r.Task, len(runs))
+		}
+		if r.Task != "end" {
+			lastCommit = max(lastCommit, r.Revision)
+		}
+	}
+	if end := f.ran("end")[0].token; end <= lastCommit {
+		t.Fatalf("end claimed at revision %d, before the last of its parents committed (%d)", end, lastCommit)
+	}
+	if got := string(recs["fan.end"].Result); strings.Count(got, "(start())") != n {
+		t.Fatalf("end's result has %d parent results, want %d", strings.Count(got, "(start())"), n)
+	}
+}
+
+// Workflows the producer refuses, before it writes anything.
+func TestWorkflowInvalid(t *testing.T) {
+	t.Parallel()
+	p, _ := flowQueue(t, "wf-invalid", nil)
+	ctx := testenv.Context(t, 30*time.Second)
+	for name, wf := range map[string]*producer.Workflow{
+		"empty":         producer.NewWorkflow("w"),
+		"cycle":         producer.NewWorkflow("w").Task("a", producer.Job{}, producer.DependsOn("c")).Task("b", producer.Job{}, producer.DependsOn("a")).Task("c", producer.Job{}, producer.DependsOn("b")),
+		"self":          producer.NewWorkflow("w").Task("a", producer.Job{}, producer.DependsOn("a")),
+		"unknown":       producer.NewWorkflow("w").Task("a", producer.Job{}, producer.DependsOn("nope")),
+		"duplicate":     producer.NewWorkflow("w").Task("a", producer.Job{}).Task("a", producer.Job{}),
+		"parent twice":  producer.NewWorkflow("w").Task("a", producer.Job{}).Task("b", producer.Job{}, producer.DependsOn("a", "a")),
+		"bad task name": producer.NewWorkflow("w").Task("a.b", producer.Job{}),
+		"bad id":        producer.NewWorkflow("w.x").Task("a", producer.Job{}),
+		"job id":        producer.NewWorkflow("w").Task("a", producer.Job{ID: "mine"}),
+		"delayed":       producer.NewWorkflow("w").Task("a", producer.Job{At: time.Now().Add(time.Hour)}),
+		"unique":        producer.NewWorkflow("w").Task("a", producer.Job{Unique: "k"}),
+	} {
+		if _, err := p.EnqueueWorkflow(ctx, wf); !errors.Is(err, producer.ErrInvalidWorkflow) {
+			t.Errorf("%s: %v, want ErrInvalidWorkflow", name, err)
+		}
+	}
+	if _, err := p.Status(ctx, "w.a"); !errors.Is(err, producer.ErrNotFound) {
+		t.Errorf("a refused workflow left a record: %v", err)
+	}
+}
