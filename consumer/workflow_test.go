@@ -157,6 +157,17 @@ func TestWorkflowRunsAfterItsParentsCommit(t *testing.T) {
 			}
 		}
 	}
+	s, err := p.WaitWorkflow(testenv.Context(t, 30*time.Second), "order-42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, r := range s.Tasks {
+		order = append(order, r.Task)
+	}
+	if s.State != producer.WorkflowDone || s.Counts[producer.StateDone] != 5 || !slices.Equal(order, []string{"a", "e", "b", "c", "d"}) {
+		t.Errorf("WaitWorkflow: %s, %v, tasks %v", s.State, s.Counts, order)
+	}
 	if got, want := string(recs["order-42.d"].Result), "d(b(a()),c(a()))"; got != want {
 		t.Errorf("d's result %q, want %q", got, want)
 	}
@@ -384,5 +395,54 @@ func TestWorkflowInvalid(t *testing.T) {
 	}
 	if _, err := p.Status(ctx, "w.a"); !errors.Is(err, producer.ErrNotFound) {
 		t.Errorf("a refused workflow left a record: %v", err)
+	}
+}
+
+// A workflow's state while it runs, cancelled as a whole, and waited for: the wait
+// returns when the cancel has ended every task.
+func TestWorkflowStatusCancelAndWait(t *testing.T) {
+	t.Parallel()
+	f := newFlowRecorder()
+	f.hold = make(chan struct{})
+	p, _ := flowQueue(t, "wf-status", f, []consumer.Option{consumer.AckWait(3 * time.Second)})
+	ctx := testenv.Context(t, 60*time.Second)
+	enqueueFlow(t, p, producer.NewWorkflow("s").
+		Task("first", producer.Job{}).
+		Task("slow", producer.Job{}, producer.DependsOn("first")).
+		Task("after", producer.Job{}, producer.DependsOn("slow")))
+	for len(f.ran("slow")) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s, err := p.Workflow(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != producer.WorkflowRunning || s.Task("first").State != producer.StateDone || s.Task("after").State != producer.StateWaiting {
+		t.Fatalf("running workflow: %s, %v", s.State, s.Counts)
+	}
+	waited := make(chan *producer.WorkflowStatus, 1)
+	go func() {
+		s, err := p.WaitWorkflow(ctx, "s")
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- s
+	}()
+	if _, err := p.CancelWorkflow(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	s = <-waited
+	if s == nil || s.State != producer.WorkflowFailed || s.Counts[producer.StateCancelled] != 2 || s.FinishedAt.IsZero() {
+		t.Fatalf("after the cancel: %+v", s)
+	}
+	if n := len(f.ran("after")); n != 0 {
+		t.Fatalf("after ran %d times", n)
+	}
+	list, err := p.Workflows(ctx)
+	if err != nil || len(list) != 1 || list[0].ID != "s" || list[0].State != producer.WorkflowFailed || list[0].Tasks != 3 {
+		t.Fatalf("Workflows: %+v, %v", list, err)
+	}
+	if _, err := p.Workflow(ctx, "nope"); !errors.Is(err, producer.ErrNotFound) {
+		t.Fatalf("unknown workflow: %v", err)
 	}
 }
