@@ -72,6 +72,10 @@ func (w *Worker) commit(ctx context.Context, j *Job) {
 		w.deadLetter(ctx, j, err, true)
 		return
 	}
+	if len(j.added) > 0 {
+		w.commitWithTasks(ctx, j)
+		return
+	}
 	err := w.update(ctx, j, func(next *record.Record) {
 		next.State, next.Result, next.FinishedAt, next.RetryAt = record.Done, j.result, time.Now(), time.Time{}
 	})

@@ -27,6 +27,7 @@ type Job struct {
 	maxAttempts int
 	attempt     int
 	result      []byte
+	added       []NewTask // tasks the run adds to its workflow with its commit (AddTasks); guarded by mu
 	fenced      bool
 	inWorkflow  bool          // a workflow's task (Workq-Workflow): its record exists before its first claim
 	enqueue     string        // the enqueue the message belongs to (Workq-Enqueue; "" for a client that sets none)

@@ -71,7 +71,7 @@ func (w *Worker) maxResult() int { return maxResultSize(w.js.Conn().MaxPayload()
 // could not be written, and the job would run again and again): it goes to dead
 // letters at once.
 func (w *Worker) checkResult(j *Job) error {
-	if limit := w.maxResult(); len(j.result) > limit {
+	if limit := w.maxResult() - taskRoom(j); len(j.result) > limit {
 		return resultTooLarge(len(j.result), limit)
 	}
 	return nil
@@ -140,4 +140,26 @@ func jsonRuneLen(r rune, size int) int {
 		return len(`\u00XX`)
 	}
 	return size
+}
+
+// taskRoom is how much less result a workflow task's record holds, counted in result
+// bytes: its workflow fields (names of at most 64 plain bytes), with the tasks its
+// run adds among its dependents. 0 for a job outside a workflow.
+func taskRoom(j *Job) int {
+	t := j.task()
+	if t == nil || t.Workflow == "" {
+		return 0
+	}
+	n := 200 + len(t.Workflow) + len(t.Task)
+	for _, l := range [][]string{t.Parents, t.Dependents, t.WaitingFor, t.FailedParents} {
+		for _, s := range l {
+			n += len(s) + 3
+		}
+	}
+	j.mu.Lock()
+	for _, a := range j.added {
+		n += len(a.Name) + 3
+	}
+	j.mu.Unlock()
+	return n/3*4 + 4
 }

@@ -446,3 +446,105 @@ func TestWorkflowStatusCancelAndWait(t *testing.T) {
 		t.Fatalf("unknown workflow: %v", err)
 	}
 }
+
+// A running task adds tasks to its workflow with its commit: they start after it, and
+// its dependent waits for them too. A run that fails adds nothing: only what the
+// committing run added is there.
+func TestWorkflowTaskAddsTasks(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	runs := map[string]uint64{} // task → fencing token of its last run
+	h := consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		tok, err := j.FencingToken(ctx)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		runs[j.Task()] = tok
+		mu.Unlock()
+		switch j.Task() {
+		case "split":
+			var parts []consumer.NewTask
+			for i := range 30 {
+				parts = append(parts, consumer.NewTask{Name: fmt.Sprintf("a%d-part%d", j.Attempt(), i), Payload: []byte(fmt.Sprint(i))})
+			}
+			parts = append(parts, consumer.NewTask{Name: fmt.Sprintf("a%d-sum", j.Attempt()), DependsOn: []string{parts[0].Name, parts[1].Name}})
+			if err := j.AddTasks(parts...); err != nil {
+				return err
+			}
+			if j.Attempt() == 1 {
+				return errors.New("the first run fails after adding its tasks")
+			}
+		case "join":
+			j.SetResult([]byte(fmt.Sprint(len(j.Parents()))))
+		}
+		return nil
+	})
+	js := testenv.Start(t).JetStream(t)
+	const q = "wf-add"
+	p := newProducer(t, js, q)
+	runWorker(t, newWorker(t, js, q, h, consumer.Concurrency(8), consumer.Backoff(func(int) time.Duration { return 10 * time.Millisecond })))
+	ctx := testenv.Context(t, 60*time.Second)
+	enqueueFlow(t, p, producer.NewWorkflow("add").Task("split", producer.Job{}).Task("join", producer.Job{}, producer.DependsOn("split")))
+	if _, err := p.Wait(ctx, "add.join"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.WaitWorkflow(ctx, "add")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != producer.WorkflowDone || len(s.Tasks) != 2+31 {
+		t.Fatalf("workflow %s with %d tasks (%v), want done with 33", s.State, len(s.Tasks), s.Counts)
+	}
+	if s.Task("a1-part0") != nil {
+		t.Fatal("the failed run's tasks were added")
+	}
+	join := s.Task("join")
+	if string(join.Result) != "32" { // split and the 31 tasks its second run added
+		t.Fatalf("join ran with %s parents, want 32", join.Result)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range s.Tasks {
+		for _, parent := range r.Parents {
+			if pr := s.Task(parent); runs[r.Task] <= pr.Revision {
+				t.Errorf("%s ran at revision %d, before its parent %s committed at %d", r.Task, runs[r.Task], parent, pr.Revision)
+			}
+		}
+	}
+	if sum := s.Task("a2-sum"); !slices.Equal(sum.Parents, []string{"split", "a2-part0", "a2-part1"}) {
+		t.Errorf("a2-sum's parents %v", sum.Parents)
+	}
+}
+
+// A task may add only tasks whose names are new in the workflow: one that exists
+// fails the commit for good.
+func TestWorkflowAddedTaskNameExists(t *testing.T) {
+	t.Parallel()
+	h := consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		if j.Task() == "b" {
+			if err := j.AddTasks(consumer.NewTask{Name: "b"}); !errors.Is(err, consumer.ErrAddTasks) {
+				return fmt.Errorf("adding itself: %v", err)
+			}
+			return j.AddTasks(consumer.NewTask{Name: "other"})
+		}
+		return nil
+	})
+	js := testenv.Start(t).JetStream(t)
+	const q = "wf-add-exists"
+	p := newProducer(t, js, q)
+	runWorker(t, newWorker(t, js, q, h))
+	ctx := testenv.Context(t, 60*time.Second)
+	enqueueFlow(t, p, producer.NewWorkflow("x").Task("a", producer.Job{}).Task("b", producer.Job{}, producer.DependsOn("a")).
+		Task("other", producer.Job{}, producer.DependsOn("a")))
+	b, err := p.Wait(ctx, "x.b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.State != producer.StateDead || !strings.Contains(b.LastError, "exists") {
+		t.Fatalf("b: %s, %q; want dead, saying the task exists", b.State, b.LastError)
+	}
+	if other := status(t, p, "x.other"); !slices.Equal(other.Parents, []string{"a"}) {
+		t.Fatalf("other: %+v", other)
+	}
+}

@@ -64,19 +64,28 @@ type answer struct {
 // sendBatch sends ps as one atomic batch, the last one as the commit request whose
 // answer arrives on the returned channel; ctx bounds the request.
 func (w *Writer) sendBatch(ctx context.Context, ps []*Publish) <-chan answer {
-	nc := w.js.Conn()
+	msgs := make([]*nats.Msg, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.msg
+	}
+	return sendMsgs(ctx, w.js.Conn(), msgs)
+}
+
+// sendMsgs sends msgs as one atomic batch, the last one as the commit request whose
+// answer arrives on the returned channel; ctx bounds the request.
+func sendMsgs(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) <-chan answer {
 	id := nuid.Next()
 	answered := make(chan answer, 1)
-	for i, p := range ps {
+	for i, msg := range msgs {
 		// A copy carries the batch headers: the caller's message may be in another
 		// send at the same time (a publish retried after its context ended).
-		m := &nats.Msg{Subject: p.msg.Subject, Data: p.msg.Data, Header: maps.Clone(p.msg.Header)}
+		m := &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: maps.Clone(msg.Header)}
 		if m.Header == nil {
 			m.Header = nats.Header{}
 		}
 		m.Header.Set(headerBatchID, id)
 		m.Header.Set(headerBatchSeq, strconv.Itoa(i+1))
-		if i < len(ps)-1 {
+		if i < len(msgs)-1 {
 			if err := nc.PublishMsg(m); err != nil {
 				answered <- answer{err: err}
 				return answered

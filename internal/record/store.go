@@ -195,9 +195,25 @@ func expectRevision(rev uint64) nats.Header {
 }
 
 func (s Store) write(ctx context.Context, r *Record, h nats.Header) error {
-	b, err := r.AppendJSON(nil) // json.Marshal's bytes, cheaper (encode.go)
+	msg, err := s.msg(r, h)
 	if err != nil {
 		return err
+	}
+	return retry.UntilLeader(ctx, func() error { return s.publish(ctx, r, msg) })
+}
+
+// WriteMsg is the message that writes r over revision prev by compare-and-set
+// (prev 0: the key has no record), for a caller that sends it in an atomic batch
+// with other writes.
+func (s Store) WriteMsg(r *Record, prev uint64) (*nats.Msg, error) {
+	return s.msg(r, expectRevision(prev))
+}
+
+// msg is the message that writes r with headers h.
+func (s Store) msg(r *Record, h nats.Header) (*nats.Msg, error) {
+	b, err := r.AppendJSON(nil) // json.Marshal's bytes, cheaper (encode.go)
+	if err != nil {
+		return nil, err
 	}
 	if r.State == Waiting {
 		// A workflow's task may wait for its parents longer than the bucket keeps
@@ -208,8 +224,7 @@ func (s Store) write(ctx context.Context, r *Record, h nats.Header) error {
 		}
 		h.Set(jetstream.MsgTTLHeader, "never")
 	}
-	msg := &nats.Msg{Subject: "$KV." + s.Bucket + "." + wireid.Encode(r.ID), Data: b, Header: h}
-	return retry.UntilLeader(ctx, func() error { return s.publish(ctx, r, msg) })
+	return &nats.Msg{Subject: "$KV." + s.Bucket + "." + wireid.Encode(r.ID), Data: b, Header: h}, nil
 }
 
 // publish sends one write of r and waits for its acknowledgement.
