@@ -41,7 +41,9 @@ and run several workers, while things go wrong on purpose:
   - a job delayed by 2s starts on time, and a schedule firing every second
     enqueues a job per firing, fired by the server itself;
   - a job enqueued by mistake is cancelled while it waits, and never runs;
-  - an urgent job enqueued behind the backlog starts ahead of it.
+  - an urgent job enqueued behind the backlog starts ahead of it;
+  - a workflow renders an invoice and charges the card, then sends the invoice
+    once both have committed, and a client waits for its result.
 
 Ends with a summary (each job committed exactly once, or dead) and removes the
 server's data. Exits non-zero if any guarantee did not hold.`,
@@ -106,6 +108,8 @@ type demo struct {
 	urgentAfter  atomic.Int64  // backlog jobs started between its enqueue and its start; -1 before it ran
 	ticks        atomic.Int64  // firings of the heartbeat schedule that started
 	scheduleDone chan struct{} // closed once the schedule is removed
+	// Workflow: how long after the last task's commit Wait returned (ns); -1 before.
+	workflowWaited atomic.Int64
 }
 
 // demo runs the demo: a server, the jobs, the workers good and faulty, and the
@@ -116,6 +120,7 @@ func (a *app) demo(ctx context.Context, f demoFlags) error {
 		stallDone: make(chan struct{}), killDone: make(chan struct{}), scheduleDone: make(chan struct{})}
 	d.urgentAt.Store(-1)
 	d.urgentAfter.Store(-1)
+	d.workflowWaited.Store(-1)
 	defer d.close()
 
 	srv, err := embedded.Run()
@@ -197,7 +202,7 @@ func (d *demo) wait(ctx context.Context, procStart time.Time) (time.Duration, er
 			procTook = time.Since(procStart)
 		}
 		if int(s.Committed+s.Dead) >= d.expected() && closed(d.stallDone) && closed(d.killDone) &&
-			d.delayedRan.Load() && closed(d.scheduleDone) && d.urgentAfter.Load() >= 0 {
+			d.delayedRan.Load() && closed(d.scheduleDone) && d.urgentAfter.Load() >= 0 && d.workflowWaited.Load() >= 0 {
 			break
 		}
 		if ctx.Err() != nil {

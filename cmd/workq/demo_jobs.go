@@ -55,6 +55,9 @@ func (d *demo) enqueue(ctx context.Context, js jetstream.JetStream) error {
 		return err
 	}
 	d.out.event("✗", "%s cancelled while it waited (record: %s): it never runs", demoCancelled, rec.State)
+	if err := d.enqueueWorkflow(ctx, p); err != nil {
+		return err
+	}
 	return d.enqueueTimed(ctx, p)
 }
 
@@ -129,8 +132,9 @@ func (d *demo) timed(ctx context.Context, j *consumer.Job, worker string) {
 }
 
 // expected is how many jobs end (committed or dead) once the demo is over: the
-// enqueued ones, the delayed one, the urgent one and each firing that ran.
-func (d *demo) expected() int { return d.f.jobs + 2 + int(d.ticks.Load()) }
+// enqueued ones, the delayed one, the urgent one, the workflow's tasks and each
+// firing that ran.
+func (d *demo) expected() int { return d.f.jobs + 2 + demoWorkflowTasks + int(d.ticks.Load()) }
 
 // handle is every worker's job: a little work, except for the flaky and poison jobs.
 func (d *demo) handle(worker string) consumer.HandlerFunc {
@@ -143,6 +147,9 @@ func (d *demo) handle(worker string) consumer.HandlerFunc {
 			d.out.event("↻", "%s redelivered to %s (attempt %d) after w-kill died holding it", j.ID(), worker, j.Attempt())
 		}
 		d.timed(ctx, j, worker)
+		if ok, err := d.workflowTask(ctx, j, worker); ok {
+			return err
+		}
 		if j.ID() == demoCancelled {
 			d.cancelledRan.Store(true)
 		}

@@ -55,6 +55,7 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 	t.row("redelivered", s.Redelivered, "deliveries after a stall, a death or a retry")
 	t.row("dead", s.Dead, fmt.Sprintf("in dead letters (%d)", qi.Dead))
 	t.row("cancelled", 1, demoCancelled+", while it waited: never ran")
+	t.row("workflow", demoWorkflowTasks, fmt.Sprintf("tasks of %s: send ran after render and charge committed", demoWorkflow))
 	t.row("urgent", d.urgentAfter.Load(), fmt.Sprintf("backlog jobs started between %s's enqueue and its start", demoUrgent))
 	t.row("throughput", fmt.Sprintf("%.0f jobs/s", float64(d.f.jobs)/procTook.Seconds()), "first delivery to last commit, waits for AckWait included")
 	t.row("wall time", wall.Round(10*time.Millisecond), "server start to summary")
@@ -82,6 +83,7 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 	if rec, err := p.Status(octx, demoCancelled); err != nil || rec.State != producer.StateCancelled {
 		problems = append(problems, fmt.Sprintf("%s: record %v, %v; want cancelled", demoCancelled, rec, err))
 	}
+	problems = append(problems, d.workflowProblems(octx, p)...)
 	if qi.Jobs != 0 {
 		problems = append(problems, fmt.Sprintf("%d jobs left in the queue", qi.Jobs))
 	}

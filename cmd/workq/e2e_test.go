@@ -481,8 +481,14 @@ func TestDemo(t *testing.T) {
 			t.Errorf("timed %d, want 1 delayed job + %d firings", timed, len(firings))
 		}
 	}
-	// The 3000 jobs less the dead one, the timed ones and the urgent one.
-	find(fmt.Sprintf(`^committed\s+%d\s+each exactly once\s*$`, 2999+timed+1))
+	// The 3000 jobs less the dead one, the timed ones, the urgent one and the
+	// workflow's three tasks.
+	find(fmt.Sprintf(`^committed\s+%d\s+each exactly once\s*$`, 2999+timed+1+3))
+	// The workflow's last task started once both parents committed, with their
+	// results, and Wait returned its result.
+	find(`⇉ invoice-7\.send started on \S+ once its parents committed, with their results invoice-7\.pdf and ch_42$`)
+	find(`⇉ Wait returned invoice-7\.send's result "sent invoice-7\.pdf \+ ch_42", \S+ after its commit$`)
+	find(`^workflow\s+3\s+tasks of invoice-7: send ran after render and charge committed\s*$`)
 	// The urgent job enqueued behind the backlog started ahead of it; the cancelled
 	// job never ran.
 	if m := find(`^urgent\s+(\d+)\s+backlog jobs started between`); m != nil {
