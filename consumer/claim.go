@@ -120,6 +120,7 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 			next.LastError = recordError(rec.LastError) // cut like our own: another client may have written one that would not fit
 			if sameEnqueue(j, rec) {
 				carryTask(next, rec)
+				next.Errors = rec.Errors
 			}
 		}
 		err := w.cas(ctx, next, dec.Next.Revision)

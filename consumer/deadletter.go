@@ -29,9 +29,12 @@ import (
 func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence bool) {
 	if fence {
 		err := w.update(ctx, j, func(next *record.Record) {
-			next.State, next.LastError, next.FinishedAt, next.RetryAt = record.Dead, recordError(reason.Error()), time.Now(), time.Time{}
+			next.State, next.FinishedAt, next.RetryAt = record.Dead, time.Now(), time.Time{}
 			if j.unrun {
 				next.Attempt, next.StartedAt = max(0, next.Attempt-1), time.Time{}
+				next.LastError = recordError(reason.Error()) // no attempt failed: not in the history
+			} else {
+				failed(next, next.Attempt, reason)
 			}
 		})
 		if err != nil {

@@ -106,7 +106,8 @@ func (w *Worker) ack(j *Job) {
 // retry records a failed run and puts the job back to run again after delay.
 func (w *Worker) retry(ctx context.Context, j *Job, herr error, delay time.Duration) {
 	err := w.update(ctx, j, func(next *record.Record) {
-		next.State, next.LastError, next.RetryAt = record.Retrying, recordError(herr.Error()), time.Now().Add(delay)
+		next.State, next.RetryAt = record.Retrying, time.Now().Add(delay)
+		failed(next, next.Attempt, herr)
 	})
 	if err != nil {
 		w.outcomeFailed(j, "record retry", err)

@@ -3,10 +3,12 @@ package consumer
 import (
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/workq/workq/internal/naming"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/record"
 )
 
 // A job record is written as one message, which must fit the server's max payload
@@ -45,15 +47,18 @@ const (
 	// recordWriteRoom: the headers of the KV write ("NATS/1.0", the expected last
 	// sequence of a compare-and-set, a per-key TTL): about 100 bytes.
 	recordWriteRoom = 256
-	// recordFieldsRoom is their sum: about 10 KiB.
+	// recordErrorsRoom: the history of failed attempts, each entry's keys, attempt,
+	// time and error at their longest: about 11 KiB.
+	recordErrorsRoom = record.MaxErrors * (40 + len("-9223372036854775808") + len("2006-01-02T15:04:05.999999999-07:00") + maxHistoryError)
+	// recordFieldsRoom is their sum: about 21 KiB.
 	recordFieldsRoom = recordKeysRoom + recordNamesRoom + recordNumbersRoom + recordTimesRoom +
-		recordKindRoom + recordWorkerRoom + recordRunRoom + recordWriteRoom
+		recordKindRoom + recordWorkerRoom + recordRunRoom + recordWriteRoom + recordErrorsRoom
 )
 
 // maxResultSize is the largest result (Job.SetResult) a job record can hold on a
 // connection whose server takes maxPayload bytes per message: the room left by the
 // other fields and a last_error of maxRecordError bytes, times 3/4 for base64 (4
-// bytes of JSON per 3 of result). 0 if nothing fits. About 755 KiB at the default
+// bytes of JSON per 3 of result). 0 if nothing fits. About 746 KiB at the default
 // max payload of 1 MiB.
 func maxResultSize(maxPayload int64) int {
 	room := maxPayload - int64(recordFieldsRoom+maxRecordError)
@@ -97,12 +102,28 @@ func resultTooLarge(n, limit int) error { return Permanent(resultTooLargeError{n
 // encoding takes more than maxRecordError bytes keeps its beginning (the error and
 // the top of a stack), cut between characters, followed by a marker saying how many
 // bytes were cut: "… [N bytes cut]".
-func recordError(s string) string {
-	if jsonStringLen(s) <= maxRecordError {
+func recordError(s string) string { return cutText(s, maxRecordError) }
+
+// maxHistoryError bounds each error of a record's history of failed attempts
+// (record.Failure), counted as recordError counts: 1 KiB holds an error chain; the
+// last one is in last_error whole.
+const maxHistoryError = 1 << 10
+
+// failed records a failed attempt's error in next: its last_error, and one more
+// entry of its history (the newest record.MaxErrors kept).
+func failed(next *record.Record, attempt int, err error) {
+	next.LastError = recordError(err.Error())
+	next.AddFailure(record.Failure{Attempt: attempt, At: time.Now(), Error: cutText(err.Error(), maxHistoryError)})
+}
+
+// cutText cuts s to at most limit bytes once JSON-encoded (quotes excluded), marking
+// the cut with how many bytes went.
+func cutText(s string, limit int) string {
+	if jsonStringLen(s) <= limit {
 		return s
 	}
 	// The marker's count is at most len(s): reserve room for that many digits.
-	budget := maxRecordError - jsonStringLen(fmt.Sprintf("… [%d bytes cut]", len(s)))
+	budget := limit - jsonStringLen(fmt.Sprintf("… [%d bytes cut]", len(s)))
 	n, i := 0, 0
 	for i < len(s) {
 		r, size := utf8.DecodeRuneInString(s[i:])

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ func TestMaxResultSizeFitsARecord(t *testing.T) {
 	t.Parallel()
 	for _, maxPayload := range []int64{1 << 20, 8 << 20, 64 << 10} {
 		limit := maxResultSize(maxPayload)
-		if low := int((maxPayload-20<<10)/4*3) - 3; limit < low {
+		if low := int((maxPayload-32<<10)/4*3) - 3; limit < low {
 			t.Errorf("maxResultSize(%d) = %d, want at least %d", maxPayload, limit, low)
 		}
 		at := time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(11*3600+59*60)))
@@ -97,6 +98,7 @@ func TestMaxResultSizeFitsARecord(t *testing.T) {
 			Worker:     &record.Worker{Name: strings.Repeat("<", recordWorkerRoom/12), Host: strings.Repeat("h", recordWorkerRoom/2), PID: math.MinInt64},
 			EnqueuedAt: at, StartedAt: at, FinishedAt: at, RetryAt: at,
 			LastError: recordError(strings.Repeat("<", 1<<20)),
+			Errors:    slices.Repeat([]record.Failure{{Attempt: math.MinInt64, At: at, Error: cutText(strings.Repeat("<", 1<<20), maxHistoryError)}}, record.MaxErrors),
 			Result:    make([]byte, limit),
 		}
 		b, err := json.Marshal(r)

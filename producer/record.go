@@ -63,6 +63,10 @@ type Record struct {
 	// LastError is the last failure's error text (a panic's includes its stack); ""
 	// if no attempt has failed.
 	LastError string `json:"last_error,omitempty"`
+	// Errors are the errors of the failed attempts, oldest first: the last ten, each
+	// cut to 1 KiB (LastError has the last one whole). Runs on an unfenced worker
+	// leave none.
+	Errors []AttemptError `json:"errors,omitempty"`
 	// Result is what the handler set with Job.SetResult when the job was committed;
 	// nil until then, or if it set nothing. Base64 in JSON.
 	Result []byte `json:"result,omitempty"`
@@ -86,6 +90,16 @@ type Record struct {
 	// claim's fencing token (Job.FencingToken). 0 for a queued job that has no record
 	// yet. It is not part of the JSON document (the bucket keeps it beside the value).
 	Revision uint64 `json:"-"`
+}
+
+// AttemptError is the error of one failed attempt.
+type AttemptError struct {
+	// Attempt is the attempt's number (Record.Attempt when it ran).
+	Attempt int `json:"attempt"`
+	// At is when it failed.
+	At time.Time `json:"at"`
+	// Error is its error text.
+	Error string `json:"error"`
 }
 
 // WorkerInfo identifies a worker. The zero WorkerInfo stands for no worker.
@@ -155,6 +169,7 @@ func publicRecord(r *record.Record) *Record {
 		ScheduledAt: r.ScheduledAt,
 		Schedule:    r.Schedule,
 		LastError:   r.LastError,
+		Errors:      attemptErrors(r.Errors),
 		Result:      r.Result,
 		Revision:    r.Revision,
 
@@ -163,6 +178,18 @@ func publicRecord(r *record.Record) *Record {
 	}
 	if w := r.Worker; w != nil {
 		out.Worker = WorkerInfo{Name: w.Name, Host: w.Host, PID: w.PID}
+	}
+	return out
+}
+
+// attemptErrors is a record's history of failed attempts as Record has it.
+func attemptErrors(fs []record.Failure) []AttemptError {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]AttemptError, len(fs))
+	for i, f := range fs {
+		out[i] = AttemptError(f)
 	}
 	return out
 }

@@ -31,6 +31,10 @@ func filled(t *testing.T) *record.Record {
 				f.SetBytes([]byte{byte(k), 0, 0xff})
 			case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
 				f.Set(reflect.ValueOf([]string{"v" + string(rune('a'+k)), "w"}))
+			case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct:
+				f.Set(reflect.MakeSlice(f.Type(), 2, 2))
+				fill(f.Index(0), 200+k)
+				fill(f.Index(1), 300+k)
 			case f.Kind() == reflect.Bool:
 				f.SetBool(true)
 			case f.Kind() == reflect.Pointer && f.Elem().Kind() == reflect.Struct:

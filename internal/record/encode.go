@@ -82,6 +82,22 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"last_error":`...)
 		b = appendString(b, r.LastError)
 	}
+	if len(r.Errors) > 0 {
+		b = append(b, `,"errors":`...)
+		for i, f := range r.Errors {
+			b = append(b, "[,"[min(i, 1)])
+			b = append(b, `{"attempt":`...)
+			b = strconv.AppendInt(b, int64(f.Attempt), 10)
+			b = append(b, `,"at":"`...)
+			if b, err = f.At.AppendText(b); err != nil {
+				return nil, err
+			}
+			b = append(b, `","error":`...)
+			b = appendString(b, f.Error)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	if len(r.Result) > 0 {
 		b = append(b, `,"result":"`...)
 		b = base64.StdEncoding.AppendEncode(b, r.Result)
@@ -122,6 +138,9 @@ func (r *Record) sizeHint() int {
 	n := 300 + 5*37 + len(r.ID) + len(r.Queue) + len(r.Kind) + len(r.Enqueue) + len(r.Run) + len(r.State) + len(r.Schedule) + len(r.LastError) + base64.StdEncoding.EncodedLen(len(r.Result))
 	if w := r.Worker; w != nil {
 		n += len(w.Name) + len(w.Host)
+	}
+	for _, f := range r.Errors {
+		n += 80 + len(f.Error)
 	}
 	if r.Workflow != "" {
 		n += 120 + len(r.Workflow) + len(r.Task)

@@ -41,6 +41,9 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 				}
 			}
 		}
+		for k := range rng.IntN(4) {
+			r.Errors = append(r.Errors, Failure{Attempt: k + 1, At: pickT(), Error: pick(strs)})
+		}
 		if i%3 != 0 {
 			r.Worker = &Worker{Name: pick(strs), Host: pick(strs), PID: rng.IntN(100000)}
 		}

@@ -38,6 +38,25 @@ type Worker struct {
 	PID  int    `json:"pid"`
 }
 
+// Failure is the error of one failed attempt, as the record's history keeps it.
+type Failure struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	Error   string    `json:"error"`
+}
+
+// MaxErrors is how many failed attempts a record keeps the errors of: the newest.
+const MaxErrors = 10
+
+// AddFailure appends the error of a failed attempt to the record's history, dropping
+// the oldest past MaxErrors. It copies the history: a record read and written
+// again never shares it with the record read.
+func (r *Record) AddFailure(f Failure) {
+	h := append(make([]Failure, 0, len(r.Errors)+1), r.Errors...)
+	h = append(h, f)
+	r.Errors = h[max(0, len(h)-MaxErrors):]
+}
+
 // Record is one job's state. Field names are the JSON document's keys.
 type Record struct {
 	ID          string    `json:"id"`
@@ -58,6 +77,7 @@ type Record struct {
 	ScheduledAt time.Time `json:"scheduled_at,omitzero"` // when a delayed job was due, or the time a periodic firing stands for
 	Schedule    string    `json:"schedule,omitempty"`    // the periodic schedule that fired the job
 	LastError   string    `json:"last_error,omitempty"`
+	Errors      []Failure `json:"errors,omitempty"` // the failed attempts' errors, oldest first; the last MaxErrors
 	Result      []byte    `json:"result,omitempty"` // base64 in JSON: what the handler set
 
 	// A workflow's task (docs/workflows.md); all empty for a job outside a workflow.
