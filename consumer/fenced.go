@@ -38,13 +38,14 @@ func (w *Worker) writeClaim(ctx context.Context, j *Job, change func(next *recor
 	}
 	next := *j.claim
 	next.Run = j.run
+	j.applyProgress(&next)
 	if change != nil {
 		change(&next)
 	}
 	err := w.cas(ctx, &next, j.claim.Revision)
 	switch {
 	case err == nil:
-		j.claim = &next
+		j.claim, j.progress = &next, nil
 	case errors.Is(err, record.ErrConflict):
 		j.loseLocked(w.lostCause(ctx, j)) // settled by lostClaim
 	}

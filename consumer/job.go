@@ -27,7 +27,9 @@ type Job struct {
 	maxAttempts int
 	attempt     int
 	result      []byte
-	added       []NewTask // tasks the run adds to its workflow with its commit (AddTasks); guarded by mu
+	added       []NewTask       // tasks the run adds to its workflow with its commit (AddTasks); guarded by mu
+	progress    *progressReport // the last progress reported and not written yet; guarded by mu
+	progressAt  time.Time       // when Progress last wrote the record itself; guarded by mu
 	fenced      bool
 	inWorkflow  bool          // a workflow's task (Workq-Workflow): its record exists before its first claim
 	enqueue     string        // the enqueue the message belongs to (Workq-Enqueue; "" for a client that sets none)

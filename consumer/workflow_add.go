@@ -192,6 +192,7 @@ func (w *Worker) commitAdded(ctx context.Context, j *Job, plan []addedTask) erro
 	}
 	claim := j.claim
 	done := *claim
+	j.applyProgress(&done)
 	done.Run, done.State, done.Result, done.FinishedAt, done.RetryAt = j.run, record.Done, j.result, time.Now(), time.Time{}
 	for _, a := range plan {
 		done.Dependents = append(slices.Clone(done.Dependents), a.rec.Task)

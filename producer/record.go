@@ -67,6 +67,12 @@ type Record struct {
 	// cut to 1 KiB (LastError has the last one whole). Runs on an unfenced worker
 	// leave none.
 	Errors []AttemptError `json:"errors,omitempty"`
+	// Progress is how much of the job the running (or last) attempt reported done,
+	// 0 to 1 (consumer.Job.Progress); ProgressNote what it said with it, ProgressAt
+	// when. Zero if it reported none.
+	Progress     float64   `json:"progress,omitempty"`
+	ProgressNote string    `json:"progress_note,omitempty"`
+	ProgressAt   time.Time `json:"progress_at,omitzero"`
 	// Result is what the handler set with Job.SetResult when the job was committed;
 	// nil until then, or if it set nothing. Base64 in JSON.
 	Result []byte `json:"result,omitempty"`
@@ -170,8 +176,9 @@ func publicRecord(r *record.Record) *Record {
 		Schedule:    r.Schedule,
 		LastError:   r.LastError,
 		Errors:      attemptErrors(r.Errors),
-		Result:      r.Result,
-		Revision:    r.Revision,
+		Progress:    r.Progress, ProgressNote: r.ProgressMsg, ProgressAt: r.ProgressAt,
+		Result:   r.Result,
+		Revision: r.Revision,
 
 		Workflow: r.Workflow, Task: r.Task, Parents: r.Parents, Dependents: r.Dependents,
 		WaitingFor: r.WaitingFor, FailedParents: r.FailedParents, RunIfParentFailed: r.RunIfFailed,

@@ -35,6 +35,8 @@ func filled(t *testing.T) *record.Record {
 				f.Set(reflect.MakeSlice(f.Type(), 2, 2))
 				fill(f.Index(0), 200+k)
 				fill(f.Index(1), 300+k)
+			case f.CanFloat():
+				f.SetFloat(float64(k) / 1000)
 			case f.Kind() == reflect.Bool:
 				f.SetBool(true)
 			case f.Kind() == reflect.Pointer && f.Elem().Kind() == reflect.Struct:

@@ -24,8 +24,15 @@ import (
 // Status says; one whose record is removed while Wait waits (its queue purged) is
 // ErrNotFound too. A dead job's record is final until an operator requeues it, which
 // starts another run of the same id: a Wait after that waits for the new end. Wait
-// ends with ctx's error when ctx ends first.
-func (p *Producer) Wait(ctx context.Context, id string) (*Record, error) {
+// ends with ctx's error when ctx ends first. Following (a WaitOption) is told every
+// record written before the end: claims, retries, progress.
+func (p *Producer) Wait(ctx context.Context, id string, opts ...WaitOption) (*Record, error) {
+	var cfg waitConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
 	if ctx == nil {
 		return nil, fmt.Errorf("producer: wait for job %s on queue %s: %w", id, p.names.Queue, option.Nil("context"))
 	}
@@ -70,6 +77,9 @@ func (p *Producer) Wait(ctx context.Context, id string) (*Record, error) {
 			}
 			if rec.State.Terminal() {
 				return publicRecord(rec), nil
+			}
+			if cfg.follow != nil {
+				cfg.follow(publicRecord(rec))
 			}
 		}
 	}
@@ -127,3 +137,16 @@ func (s stopper) Stop() error {
 	defer s.cancel()
 	return s.KeyWatcher.Stop()
 }
+
+// WaitOption sets an option of Wait.
+type WaitOption func(*waitConfig)
+
+type waitConfig struct {
+	follow func(*Record)
+}
+
+// Following has Wait call f with each record of the job written before it ends (its
+// claims, retries and progress reports, as Job.Progress writes them: at most one a
+// second), starting with the one there is; f runs on Wait's goroutine and delays it.
+// By default Wait tells nothing before the end.
+func Following(f func(*Record)) WaitOption { return func(c *waitConfig) { c.follow = f } }

@@ -210,7 +210,8 @@ func (f *enqueueFlags) one(ctx context.Context, a *app, p *producer.Producer, in
 	if f.await {
 		// A duplicate's ID is the job already there (for a unique key, the job that
 		// holds it): that is the job whose end answers this enqueue.
-		return awaitJob(ctx, a, f.queue, info.ID, f.awaitFor, f.jsonOut, p.Wait)
+		wait := func(ctx context.Context, id string) (*producer.Record, error) { return p.Wait(ctx, id) }
+		return awaitJob(ctx, a, f.queue, info.ID, f.awaitFor, f.jsonOut, wait)
 	}
 	return f.printEnqueued(a.stdout, info)
 }

@@ -2,6 +2,7 @@ package record
 
 import (
 	"encoding/base64"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -98,6 +99,21 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if r.Progress != 0 {
+		b = append(b, `,"progress":`...)
+		b = appendFloat(b, r.Progress)
+	}
+	if r.ProgressMsg != "" {
+		b = append(b, `,"progress_note":`...)
+		b = appendString(b, r.ProgressMsg)
+	}
+	if !r.ProgressAt.IsZero() {
+		b = append(b, `,"progress_at":"`...)
+		if b, err = r.ProgressAt.AppendText(b); err != nil {
+			return nil, err
+		}
+		b = append(b, '"')
+	}
 	if len(r.Result) > 0 {
 		b = append(b, `,"result":"`...)
 		b = base64.StdEncoding.AppendEncode(b, r.Result)
@@ -151,6 +167,27 @@ func (r *Record) sizeHint() int {
 		}
 	}
 	return n
+}
+
+// appendFloat appends f as encoding/json writes a float64 (which the record's
+// progress, between 0 and 1, always is: no exponent below 1e-6 in practice, but the
+// same rule for any value).
+func appendFloat(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9, as encoding/json does
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 const hexDigits = "0123456789abcdef"

@@ -41,6 +41,12 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 				}
 			}
 		}
+		switch rng.IntN(4) {
+		case 1:
+			r.Progress, r.ProgressMsg, r.ProgressAt = rng.Float64(), pick(strs), pickT()
+		case 2:
+			r.Progress = []float64{1, 0.5, 1e-7, 3e-9, 0.000001, 1e22, 0.1 + 0.2}[rng.IntN(7)]
+		}
 		for k := range rng.IntN(4) {
 			r.Errors = append(r.Errors, Failure{Attempt: k + 1, At: pickT(), Error: pick(strs)})
 		}

@@ -77,8 +77,11 @@ type Record struct {
 	ScheduledAt time.Time `json:"scheduled_at,omitzero"` // when a delayed job was due, or the time a periodic firing stands for
 	Schedule    string    `json:"schedule,omitempty"`    // the periodic schedule that fired the job
 	LastError   string    `json:"last_error,omitempty"`
-	Errors      []Failure `json:"errors,omitempty"` // the failed attempts' errors, oldest first; the last MaxErrors
-	Result      []byte    `json:"result,omitempty"` // base64 in JSON: what the handler set
+	Errors      []Failure `json:"errors,omitempty"`        // the failed attempts' errors, oldest first; the last MaxErrors
+	Progress    float64   `json:"progress,omitempty"`      // what the running attempt reported done, 0 to 1 (Job.Progress)
+	ProgressMsg string    `json:"progress_note,omitempty"` // what it said with it
+	ProgressAt  time.Time `json:"progress_at,omitzero"`    // when it reported it
+	Result      []byte    `json:"result,omitempty"`        // base64 in JSON: what the handler set
 
 	// A workflow's task (docs/workflows.md); all empty for a job outside a workflow.
 	Workflow      string   `json:"workflow,omitempty"`             // the workflow's id
