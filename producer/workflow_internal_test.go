@@ -87,6 +87,26 @@ func TestEnqueueWorkflowAllOrNothing(t *testing.T) {
 			if len(si.State.Subjects) != 0 {
 				t.Errorf("%d messages left in the jobs stream on %d subjects", si.State.Msgs, len(si.State.Subjects))
 			}
+			if c.cancelled {
+				return
+			}
+			// Enqueued again under the same id, over the removed records' markers:
+			// stored, and its waiting tasks still never expire.
+			p.workflowStep = nil
+			if _, err := p.EnqueueWorkflow(ctx, wf); err != nil {
+				t.Fatalf("enqueue again: %v", err)
+			}
+			ks, err := js.Stream(ctx, "KV_WORKQ_"+q+"_JOBS")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := ks.GetLastMsgForSubject(ctx, "$KV.WORKQ_"+q+"_JOBS.big.w0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl := m.Header.Get(jetstream.MsgTTLHeader); ttl != "never" {
+				t.Errorf("a waiting task written over a removed record has TTL %q, want never", ttl)
+			}
 		})
 	}
 }

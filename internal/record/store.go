@@ -101,8 +101,30 @@ type storedMsg struct {
 }
 
 // leaderGet reads the key's last message through the stream's message-get API,
-// which the stream leader answers (not a direct get, which any replica may).
+// which the stream leader answers (not a direct get, which any replica may). A
+// delete, purge or expiry marker is ErrNotFound.
 func (s Store) leaderGet(ctx context.Context, id string) (*storedMsg, error) {
+	m, err := s.lastMsg(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if isMarker(m) {
+		return nil, ErrNotFound
+	}
+	return m, nil
+}
+
+// isMarker reports whether m is a delete, purge or expiry marker.
+func isMarker(m *storedMsg) bool {
+	if len(m.Header) == 0 {
+		return false
+	}
+	h, err := nats.DecodeHeadersMsg(m.Header)
+	return err == nil && (h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != "")
+}
+
+// lastMsg reads the key's last message, a marker too, from the stream leader.
+func (s Store) lastMsg(ctx context.Context, id string) (*storedMsg, error) {
 	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + s.Bucket + "." + wireid.Encode(id)})
 	if err != nil {
 		return nil, err
@@ -126,12 +148,6 @@ func (s Store) leaderGet(ctx context.Context, id string) (*storedMsg, error) {
 	case resp.Message == nil:
 		return nil, fmt.Errorf("job record %s: message get: empty response", id)
 	}
-	if len(resp.Message.Header) > 0 {
-		h, err := nats.DecodeHeadersMsg(resp.Message.Header)
-		if err == nil && (h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != "") {
-			return nil, ErrNotFound // a delete, purge or expiry marker
-		}
-	}
 	return resp.Message, nil
 }
 
@@ -154,22 +170,18 @@ func (s Store) Create(ctx context.Context, r *Record) error {
 	if !errors.Is(err, ErrConflict) {
 		return err
 	}
-	// The key has history: a live record, or a delete marker that KV's own Create
-	// writes over.
-	b, err := json.Marshal(r)
-	if err != nil {
+	// The key has history: a live record, or a delete, purge or expiry marker, which
+	// a create writes over (as KV's own Create does), by compare-and-set on it.
+	m, err := s.lastMsg(ctx, r.ID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return s.write(ctx, r, expectRevision(0)) // the marker went meanwhile
+	case err != nil:
 		return err
+	case !isMarker(m):
+		return fmt.Errorf("%w: %s: a record exists", ErrConflict, r.ID)
 	}
-	var rev uint64
-	err = retry.UntilLeader(ctx, func() (err error) { rev, err = s.KV.Create(ctx, wireid.Encode(r.ID), b); return err })
-	if jserr.IsConflict(err) {
-		return fmt.Errorf("%w: %s: %w", ErrConflict, r.ID, err)
-	}
-	if err != nil {
-		return err
-	}
-	r.Revision = rev
-	return nil
+	return s.write(ctx, r, expectRevision(m.Sequence))
 }
 
 // Update writes r if the record is still at revision prev; r.Revision is set to the
