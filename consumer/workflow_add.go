@@ -212,9 +212,14 @@ func (w *Worker) commitAdded(ctx context.Context, j *Job, plan []addedTask) erro
 			return err
 		}
 		for _, a := range plan {
-			if err := add(a.rec, 0); err != nil {
+			m, err := w.records.CreateMsg(ctx, a.rec)
+			if errors.Is(err, record.ErrConflict) {
+				return fmt.Errorf("job %s: %w: task %s", j.id, errTaskExists, a.rec.Task)
+			}
+			if err != nil {
 				return err
 			}
+			msgs = append(msgs, m)
 		}
 		read := map[string]uint64{}
 		for _, d := range claim.Dependents {

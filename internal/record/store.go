@@ -214,6 +214,22 @@ func (s Store) write(ctx context.Context, r *Record, h nats.Header) error {
 	return retry.UntilLeader(ctx, func() error { return s.publish(ctx, r, msg) })
 }
 
+// CreateMsg is the message that creates r where id has no live record, over the
+// key's delete, purge or expiry marker if it has one (as Create writes), for a
+// caller that sends it in an atomic batch. ErrConflict if a record is there.
+func (s Store) CreateMsg(ctx context.Context, r *Record) (*nats.Msg, error) {
+	m, err := s.lastMsg(ctx, r.ID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return s.WriteMsg(r, 0)
+	case err != nil:
+		return nil, err
+	case !isMarker(m):
+		return nil, fmt.Errorf("%w: %s: a record exists", ErrConflict, r.ID)
+	}
+	return s.WriteMsg(r, m.Sequence)
+}
+
 // WriteMsg is the message that writes r over revision prev by compare-and-set
 // (prev 0: the key has no record), for a caller that sends it in an atomic batch
 // with other writes.
