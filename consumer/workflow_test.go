@@ -198,6 +198,21 @@ func TestWorkflowTaskWaitsForItsParents(t *testing.T) {
 	if _, err := s.GetLastMsgForSubject(ctx, "workq."+q+".jobs.w.b"); !errors.Is(err, jetstream.ErrMsgNotFound) {
 		t.Fatalf("b has a job message before a ended: %v", err)
 	}
+	// Until they end, the tasks' records never expire: b may wait, and a may sit in
+	// a backlog, longer than the bucket keeps records.
+	ks, err := js.Stream(ctx, "KV_WORKQ_"+q+"_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"w.a", "w.b"} {
+		m, err := ks.GetLastMsgForSubject(ctx, "$KV.WORKQ_"+q+"_JOBS."+key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl := m.Header.Get(jetstream.MsgTTLHeader); ttl != "never" {
+			t.Errorf("%s's record has TTL %q, want never", key, ttl)
+		}
+	}
 	// Enqueued again under the same id: refused, nothing changed.
 	if _, err := p.EnqueueWorkflow(ctx, producer.NewWorkflow("w").Task("a", producer.Job{})); !errors.Is(err, producer.ErrWorkflowExists) {
 		t.Fatalf("the same workflow id again: %v, want ErrWorkflowExists", err)

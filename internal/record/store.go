@@ -243,10 +243,11 @@ func (s Store) msg(r *Record, h nats.Header) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.State == Waiting {
-		// A workflow's task may wait for its parents longer than the bucket keeps
-		// records: it never expires while it waits (the next write, which releases it,
-		// is on the bucket's TTL again).
+	if r.Workflow != "" && !r.State.Terminal() {
+		// A workflow's task may wait for its parents, or in the queue once released,
+		// longer than the bucket keeps records: its record says whom it releases, so
+		// it never expires before the task ends (the write that ends it is on the
+		// bucket's TTL again).
 		if h == nil {
 			h = nats.Header{}
 		}
