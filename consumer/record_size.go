@@ -68,6 +68,13 @@ func maxResultSize(maxPayload int64) int {
 	return int(room/4) * 3
 }
 
+// MaxResultSize is the largest result (Job.SetResult) a job record holds on a server
+// whose max_payload is maxPayload: about (maxPayload − 29 KiB) × 3/4, 764 328 bytes at
+// the default 1 MiB. The rest of the record (ids, kind, worker, times, the last error
+// and the history of errors, each at its largest) takes the 29 KiB; the result is
+// base64 in JSON. A handler that sets more is dead-lettered with a permanent error.
+func MaxResultSize(maxPayload int64) int { return maxResultSize(maxPayload) }
+
 // maxResult is maxResultSize for this worker's connection.
 func (w *Worker) maxResult() int { return maxResultSize(w.js.Conn().MaxPayload()) }
 

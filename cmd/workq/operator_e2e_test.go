@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/workq/workq/consumer"
 )
 
 // Operator commands and `workq work` flags, end to end.
@@ -125,9 +127,11 @@ func TestWorkMaxResultAboveMaxPayload(t *testing.T) {
 	t.Parallel()
 	const q = "maxres"
 	freshQueue(t, q)
-	// The test server has the default max_payload, 1 MiB: at most (1048576-4096)*3/4.
-	r := wq(t, "", "work", q, "--max-result", "783361", "--", "cat")
-	oneLine(t, r, 2, "--max-result 783361", "max_payload", "783360")
+	// The test server has the default max_payload, 1 MiB: at most what the worker
+	// commits (consumer.MaxResultSize).
+	most := consumer.MaxResultSize(1 << 20)
+	r := wq(t, "", "work", q, "--max-result", strconv.Itoa(most+1), "--", "cat")
+	oneLine(t, r, 2, "--max-result "+strconv.Itoa(most+1), "max_payload", strconv.Itoa(most))
 	oneLine(t, wq(t, "", "queue", "info", q), 1, "not found")
 	oneLine(t, wq(t, "", "work", q, "--max-result", "-1", "--", "cat"), 2, "--max-result")
 }

@@ -102,7 +102,7 @@ keep running meanwhile; their commits wait for the connection), and, with
 	fl.DurationVar(&f.backoffMax, "backoff-max", consumer.DefaultBackoffLimit, "longest retry delay")
 	fl.IntVar(&f.permanentExit, "permanent-exit", permanentExitDefault, "exit status meaning permanent failure (dead letter, no retry)")
 	fl.DurationVar(&f.killGrace, "kill-grace", 5*time.Second, "after SIGTERM to a killed command's group, wait this long before SIGKILL")
-	fl.IntVar(&f.maxResult, "max-result", 512<<10, "largest stdout stored as the job's result, in bytes; more fails the job for good (at most about (server max_payload - 4 KiB) * 3/4)")
+	fl.IntVar(&f.maxResult, "max-result", 512<<10, "largest stdout stored as the job's result, in bytes; more fails the job for good (at most about (server max_payload - 29 KiB) * 3/4)")
 	fl.IntVar(&f.prefetch, "prefetch", 0, "jobs pulled ahead of free handlers (default adaptive; 0: none beyond the running ones)")
 	fl.StringVar(&f.name, "name", "", "worker name in job records and logs (default host-pid)")
 	fl.Var(&f.groupCommit, "group-commit", groupCommitUsage)
@@ -146,7 +146,7 @@ func (f *workFlags) run(ctx context.Context, a *app) error {
 	}
 	defer c.Close()
 	if most := maxResultFor(c.nc.MaxPayload()); int64(f.maxResult) > most {
-		return usageError{fmt.Errorf("--max-result %d: the server's max_payload is %d bytes, so a job record holds a result of at most %d bytes (base64 in a JSON record, with 4 KiB for its other fields)",
+		return usageError{fmt.Errorf("--max-result %d: the server's max_payload is %d bytes, so a job record holds a result of at most %d bytes (base64 in a JSON record, with room for its other fields at their largest)",
 			f.maxResult, c.nc.MaxPayload(), most)}
 	}
 
@@ -230,13 +230,6 @@ func (f *workFlags) incompatible(ctx context.Context, a *app, c *conn, err error
 	return fmt.Errorf("queue %s: the workers' consumer has other settings: %v", q, strip(err))
 }
 
-// recordRoom is what a job record needs besides its result: ids, worker, times
-// and the last error (this command's errors carry at most the last 200 characters
-// of the command's stderr).
-const recordRoom = 4 << 10
-
 // maxResultFor is the largest result a job record holds on a server whose
-// max_payload is maxPayload: the record is JSON with the result in base64.
-func maxResultFor(maxPayload int64) int64 {
-	return max(0, (maxPayload-recordRoom)*3/4)
-}
+// max_payload is maxPayload (consumer.MaxResultSize): more would be dead-lettered.
+func maxResultFor(maxPayload int64) int64 { return int64(consumer.MaxResultSize(maxPayload)) }
