@@ -165,7 +165,7 @@ func TestWorkflowRunsAfterItsParentsCommit(t *testing.T) {
 	for _, r := range s.Tasks {
 		order = append(order, r.Task)
 	}
-	if s.State != producer.WorkflowDone || s.Counts[producer.StateDone] != 5 || !slices.Equal(order, []string{"a", "e", "b", "c", "d"}) {
+	if s.State != producer.WorkflowDone || s.Counts[producer.StateDone] != 5 || !slices.Equal(order, []string{"a", "b", "c", "d", "e"}) {
 		t.Errorf("WaitWorkflow: %s, %v, tasks %v", s.State, s.Counts, order)
 	}
 	if got, want := string(recs["order-42.d"].Result), "d(b(a()),c(a()))"; got != want {
@@ -561,5 +561,55 @@ func TestWorkflowAddedTaskNameExists(t *testing.T) {
 	}
 	if other := status(t, p, "x.other"); !slices.Equal(other.Parents, []string{"a"}) {
 		t.Fatalf("other: %+v", other)
+	}
+}
+
+// A workflow read while its tasks' records are being written has every task: reads
+// of 4-task diamonds taken while they run never miss one, and a wait never returns
+// before every task ended.
+func TestWorkflowReadDuringWrites(t *testing.T) {
+	t.Parallel()
+	slow := consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		time.Sleep(3 * time.Millisecond)
+		return nil
+	})
+	js := testenv.Start(t).JetStream(t)
+	const q = "wf-reads"
+	p := newProducer(t, js, q)
+	for range 2 {
+		runWorker(t, newWorker(t, js, q, slow, consumer.Concurrency(8), consumer.AckWait(time.Second)))
+	}
+	ctx := testenv.Context(t, 90*time.Second)
+	const n = 40
+	for i := range n {
+		id := fmt.Sprintf("d%d", i)
+		enqueueFlow(t, p, producer.NewWorkflow(id).
+			Task("a", producer.Job{}).
+			Task("b", producer.Job{}, producer.DependsOn("a")).
+			Task("c", producer.Job{}, producer.DependsOn("a")).
+			Task("d", producer.Job{}, producer.DependsOn("b", "c")))
+		waited := make(chan *producer.WorkflowStatus, 1)
+		go func() {
+			s, err := p.WaitWorkflow(ctx, id)
+			if err != nil {
+				t.Error(err)
+			}
+			waited <- s
+		}()
+		for {
+			s, err := p.Workflow(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Tasks) != 4 {
+				t.Fatalf("workflow %s read with %d tasks (%v), want 4", id, len(s.Tasks), s.Counts)
+			}
+			if s.State != producer.WorkflowRunning {
+				break
+			}
+		}
+		if s := <-waited; s == nil || len(s.Tasks) != 4 || s.Counts[producer.StateDone] != 4 {
+			t.Fatalf("WaitWorkflow(%s) returned %+v", id, s)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -139,5 +140,30 @@ func TestEnqueueWorkflowContextEnds(t *testing.T) {
 	}
 	if _, err := p.Status(ctx, "w.r0"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("w.r0 after a cancelled enqueue: %v, want ErrNotFound", err)
+	}
+}
+
+// parentsFirst places every task after its parents and, among those whose parents are
+// placed, by name.
+func TestParentsFirst(t *testing.T) {
+	t.Parallel()
+	task := func(name string, parents, dependents []string) *Record {
+		return &Record{Task: name, Parents: parents, Dependents: dependents}
+	}
+	tasks := []*Record{
+		task("y", []string{"z"}, nil),
+		task("d", []string{"c", "b"}, nil),
+		task("c", []string{"a"}, []string{"d"}),
+		task("z", nil, []string{"y"}),
+		task("b", []string{"a"}, []string{"d"}),
+		task("e", nil, nil),
+		task("a", nil, []string{"c", "b"}),
+	}
+	var got []string
+	for _, r := range parentsFirst(tasks) {
+		got = append(got, r.Task)
+	}
+	if want := []string{"a", "b", "c", "d", "e", "z", "y"}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
 }
