@@ -19,7 +19,8 @@ var (
 	// change and nothing to pause.
 	ErrNoWorkers = errors.New("no workers' consumer")
 	// ErrNotFound is returned by Job and CancelJob when no job with the id is queued,
-	// scheduled or recorded (the producer's ErrNotFound).
+	// scheduled or recorded, and by the workflow calls when no task of the workflow
+	// is recorded (the producer's ErrNotFound).
 	ErrNotFound = producer.ErrNotFound
 	// ErrFinished is returned by CancelJob when the job has finished (done or dead)
 	// and cannot be cancelled (the producer's ErrFinished).

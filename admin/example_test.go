@@ -362,3 +362,46 @@ func ExampleAdmin_SetAckWait() {
 	fmt.Println(old, "→", qi.AckWait)
 	// Output: 30s → 1m0s
 }
+
+// Follow a workflow task by task, and cancel what of it has not run: a task waits
+// until its parents have committed.
+func ExampleAdmin_Workflow() {
+	js, done := connect()
+	defer done()
+	ctx := context.Background()
+	p, err := producer.New(ctx, js, "orders")
+	if err != nil {
+		log.Fatal(err)
+	}
+	wf := producer.NewWorkflow("order-42").
+		Task("charge", producer.Job{Payload: []byte("card")}).
+		Task("ship", producer.Job{}, producer.DependsOn("charge")).
+		Task("email", producer.Job{}, producer.DependsOn("charge", "ship"))
+	if _, err := p.EnqueueWorkflow(ctx, wf); err != nil {
+		log.Fatal(err)
+	}
+
+	a, err := admin.New(js)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := a.Workflow(ctx, "orders", "order-42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(s.ID, s.State)
+	for _, t := range s.Tasks { // parents first
+		fmt.Println(" ", t.Task, t.State, t.WaitingFor)
+	}
+	s, err = a.CancelWorkflow(ctx, "orders", "order-42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(s.ID, s.State, s.Counts[producer.StateCancelled], "cancelled")
+	// Output:
+	// order-42 running
+	//   charge queued []
+	//   ship waiting [charge]
+	//   email waiting [charge ship]
+	// order-42 failed 3 cancelled
+}

@@ -93,14 +93,18 @@ func TestCallsOnAMissingQueue(t *testing.T) {
 	a := adm(t, js)
 	ctx := testenv.Context(t, 20*time.Second)
 	calls := map[string]func() error{
-		"Queue":       func() error { _, err := a.Queue(ctx, "ghost"); return err },
-		"Job":         func() error { _, err := a.Job(ctx, "ghost", "x"); return err },
-		"CancelJob":   func() error { _, err := a.CancelJob(ctx, "ghost", "x"); return err },
-		"Schedules":   func() error { _, err := a.Schedules(ctx, "ghost"); return err },
-		"DeadLetters": func() error { _, err := a.DeadLetters(ctx, "ghost", 0, false); return err },
-		"PurgeQueue":  func() error { _, err := a.PurgeQueue(ctx, "ghost"); return err },
-		"PauseQueue":  func() error { return a.PauseQueue(ctx, "ghost") },
-		"DeleteQueue": func() error { return a.DeleteQueue(ctx, "ghost") },
+		"Queue":          func() error { _, err := a.Queue(ctx, "ghost"); return err },
+		"Job":            func() error { _, err := a.Job(ctx, "ghost", "x"); return err },
+		"CancelJob":      func() error { _, err := a.CancelJob(ctx, "ghost", "x"); return err },
+		"Schedules":      func() error { _, err := a.Schedules(ctx, "ghost"); return err },
+		"DeadLetters":    func() error { _, err := a.DeadLetters(ctx, "ghost", 0, false); return err },
+		"PurgeQueue":     func() error { _, err := a.PurgeQueue(ctx, "ghost"); return err },
+		"PauseQueue":     func() error { return a.PauseQueue(ctx, "ghost") },
+		"DeleteQueue":    func() error { return a.DeleteQueue(ctx, "ghost") },
+		"Workflow":       func() error { _, err := a.Workflow(ctx, "ghost", "x"); return err },
+		"Workflows":      func() error { _, err := a.Workflows(ctx, "ghost"); return err },
+		"WaitWorkflow":   func() error { _, err := a.WaitWorkflow(ctx, "ghost", "x"); return err },
+		"CancelWorkflow": func() error { _, err := a.CancelWorkflow(ctx, "ghost", "x"); return err },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, admin.ErrNoQueue) {

@@ -22,6 +22,7 @@ func TestBrowserAccessibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := fill(t)
+	fillWorkflows(t, f.js)
 	srv := f.serve(t)
 	tb := newTab(t)
 	tb.open(srv.URL+"/queues/emails/dead", "#dead-list")
@@ -29,6 +30,7 @@ func TestBrowserAccessibility(t *testing.T) {
 	for _, path := range []string{
 		"/", "/queues/emails", "/queues/emails/jobs/bounce-1", "/queues/reports/jobs/report-1", "/queues/emails/dead",
 		"/queues/emails/dead/" + seq, "/queues/emails/schedules", "/locks", "/queues/nosuch",
+		"/queues/orders/workflows", "/queues/orders/workflows/order-2", "/queues/orders/workflows/order-3", "/queues/orders/jobs/order-2.ship",
 	} {
 		tb.open(srv.URL+path, "main")
 		eval[chromedp.Void](tb, string(axe))

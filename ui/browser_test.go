@@ -254,9 +254,14 @@ func TestBrowserDashboard(t *testing.T) {
 	tb.open(srv.URL+"/", `tr[data-queue="emails"]`) // by now with rates: the pages sampled for seconds
 	tb.screenshot("queues")
 
-	// A narrow screen: the page does not scroll sideways (tables scroll in place).
+	// A workflow's page, with its graph (workflow_browser_test.go tests it further).
+	fillWorkflows(t, f.js)
+	tb.open(srv.URL+"/queues/orders/workflows/order-1", `#workflow-graph a[data-task="d"]`)
+
+	// A narrow screen: the page does not scroll sideways (tables and the graph scroll
+	// in place).
 	tb.do("narrow", chromedp.EmulateViewport(390, 800))
-	for _, path := range []string{"/", "/queues/emails", "/queues/emails/jobs/bounce-1"} {
+	for _, path := range []string{"/", "/queues/emails", "/queues/emails/jobs/bounce-1", "/queues/orders/workflows/order-1"} {
 		tb.open(srv.URL+path, "main")
 		if wide := eval[bool](tb, `document.documentElement.scrollWidth > window.innerWidth + 1`); wide {
 			t.Errorf("%s is wider than a 390 px screen", path)

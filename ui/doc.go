@@ -1,8 +1,9 @@
 // Package ui is workq's web dashboard: an http.Handler that shows queues, jobs,
-// dead letters, periodic schedules, locks and rate limiters, and lets an operator
-// pause and resume a queue, cancel a job, requeue and purge dead letters and pause,
-// resume or remove a schedule. `workq ui` serves it; a Go service can mount it
-// under a prefix of its own:
+// workflows (each drawn as a graph of its tasks), dead letters, periodic schedules,
+// locks and rate limiters, and lets an operator pause and resume a queue, cancel a
+// job or a workflow, requeue and purge dead letters and pause, resume or remove a
+// schedule. `workq ui` serves it; a Go service can mount it under a prefix of its
+// own:
 //
 //	h, err := ui.New(adm, ui.Prefix("/workq"), ui.Token(os.Getenv("WORKQ_UI_TOKEN")))
 //	mux.Handle("/workq/", h)

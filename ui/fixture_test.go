@@ -66,6 +66,9 @@ func fill(t *testing.T) *fixture {
 	h := consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		switch {
 		case strings.HasPrefix(j.ID(), "slow"):
+			if err := j.Progress(ctx, 0.4, "page 4 of 10"); err != nil {
+				return err
+			}
 			select {
 			case <-ctx.Done():
 				return ctx.Err()

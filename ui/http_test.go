@@ -154,6 +154,16 @@ func TestPagesShowQueuesJobsDeadLettersLocks(t *testing.T) {
 	if strings.Contains(page, "<script>window.pwned") || !strings.Contains(page, "&lt;script&gt;window.pwned=1&lt;/script&gt;&lt;img src=x") {
 		t.Errorf("dead letter page does not show the payload escaped:\n%s", page)
 	}
+	// A failed attempt's error in the job's history, escaped too; a running job's
+	// progress.
+	_, page, _ = get(t, c, srv.URL+"/queues/emails/jobs/bounce-1")
+	if !strings.Contains(page, `<table id="attempt-errors">`) || !strings.Contains(page, "&lt;script&gt;window.pwned=3") {
+		t.Errorf("dead job page: no history of failed attempts:\n%s", page)
+	}
+	testenv.Eventually(t, 10*time.Second, "slow-1's page to show its progress", func() bool {
+		_, page, _ = get(t, c, srv.URL+"/queues/emails/jobs/slow-1")
+		return regexp.MustCompile(`<dd data-field="progress"><progress value="0.4" max="1">40%</progress> 40% page 4 of 10 <span class="muted">\(at \d{4}-`).MatchString(page)
+	})
 	// A done job's result, pretty-printed; a queued job's binary payload as hex.
 	_, page, _ = get(t, c, srv.URL+"/queues/emails/jobs/welcome-1")
 	if !strings.Contains(page, "&#34;sent&#34;: true") || !strings.Contains(page, "the job finished") {

@@ -104,14 +104,15 @@ type errorView struct {
 // flashes are the messages an action's redirect may ask for: a code, so that a
 // link cannot make the dashboard say anything else.
 var flashes = map[string]string{
-	"paused":           "Queue paused: its workers get no jobs until it is resumed.",
-	"resumed":          "Queue resumed.",
-	"cancelled":        "Job cancelled.",
-	"requeued":         "Requeued %d dead letter(s).",
-	"purged":           "Purged %d dead letter(s).",
-	"schedule-paused":  "Schedule paused.",
-	"schedule-resumed": "Schedule resumed.",
-	"schedule-removed": "Schedule removed.",
+	"paused":             "Queue paused: its workers get no jobs until it is resumed.",
+	"resumed":            "Queue resumed.",
+	"cancelled":          "Job cancelled.",
+	"workflow-cancelled": "Workflow cancelled: its tasks that had not ended will not run (again).",
+	"requeued":           "Requeued %d dead letter(s).",
+	"purged":             "Purged %d dead letter(s).",
+	"schedule-paused":    "Schedule paused.",
+	"schedule-resumed":   "Schedule resumed.",
+	"schedule-removed":   "Schedule removed.",
 }
 
 func flash(r *http.Request) string {
@@ -145,6 +146,23 @@ var funcs = template.FuncMap{
 	"bytes":    humanBytes,
 	"pathesc":  pathEscape,
 	"clip":     clip,
+	"taskid":   admin.TaskID,
+	"taskrefs": taskRefs,
+	"percent":  func(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + "%" },
+}
+
+// taskLinks are the names of tasks of one workflow that a page links to their job
+// pages (template "tasklinks"): a task's parents, dependents, the parents it waits
+// for or that failed.
+type taskLinks struct {
+	P, Queue, Workflow string
+	Tasks              []string
+}
+
+// taskRefs gathers what template "tasklinks" needs: the prefix, the queue, the
+// workflow and the tasks' names.
+func taskRefs(p, queue, workflow string, tasks []string) taskLinks {
+	return taskLinks{P: p, Queue: queue, Workflow: workflow, Tasks: tasks}
 }
 
 // clip cuts s to its first line and at most n characters.

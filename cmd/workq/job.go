@@ -92,11 +92,45 @@ func writeRecord(w io.Writer, rec *admin.Record, jsonOut bool) error {
 	if rec.Schedule != "" {
 		fields = append(fields, field{"fired by schedule", rec.Schedule})
 	}
-	fields = append(fields, field{"last error", rec.LastError}, field{"result", printable(rec.Result)})
+	if rec.Workflow != "" {
+		fields = append(fields, field{"workflow", rec.Workflow}, field{"task", rec.Task}, field{"parents", taskList(rec.Parents)},
+			field{"dependents", taskList(rec.Dependents)}, field{"waiting for", taskList(rec.WaitingFor)},
+			field{"failed parents", taskList(rec.FailedParents)})
+		if rec.RunIfParentFailed {
+			fields = append(fields, field{"runs if a parent failed", "yes"})
+		}
+	}
+	if !rec.ProgressAt.IsZero() {
+		fields = append(fields, field{"progress", progressText(rec)})
+	}
+	fields = append(fields, field{"last error", rec.LastError})
+	if len(rec.Errors) > 1 || len(rec.Errors) == 1 && rec.Errors[0].Error != rec.LastError {
+		for _, e := range rec.Errors {
+			fields = append(fields, field{fmt.Sprintf("attempt %d failed", e.Attempt), cell(instant(e.At)) + ": " + truncate(firstLineOf(e.Error), 120)})
+		}
+	}
+	fields = append(fields, field{"result", printable(rec.Result)})
 	if rec.Revision > 0 {
 		fields = append(fields, field{"revision", rec.Revision})
 	}
 	return writeFields(w, fields)
+}
+
+// progressText is a record's last progress report: "40% page 4 of 10 (at …)".
+func progressText(rec *admin.Record) string {
+	s := fmt.Sprintf("%.0f%%", 100*rec.Progress)
+	if rec.ProgressNote != "" {
+		s += " " + truncate(firstLineOf(rec.ProgressNote), 120)
+	}
+	return s + " (at " + cell(instant(rec.ProgressAt)) + ")"
+}
+
+// firstLineOf is s up to its first line break.
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // printable shows bytes as text when they are text, else their size.

@@ -42,7 +42,7 @@ the queue's record TTL (24h by default).`,
 			return a.execute(cmd.Context(), f)
 		},
 	}
-	cmd.Flags().StringVar(&f.state, "state", "", "only jobs in this state: scheduled, queued, running, retrying, done, dead or cancelled")
+	cmd.Flags().StringVar(&f.state, "state", "", "only jobs in this state: scheduled, waiting (a workflow task), queued, running, retrying, done, dead or cancelled")
 	cmd.Flags().StringVar(&f.kind, "kind", "", "only jobs of this kind")
 	cmd.Flags().IntVar(&f.limit, "limit", producer.DefaultJobsLimit, "jobs per page")
 	cmd.Flags().StringVar(&f.cursor, "cursor", "", "continue after the page that printed it")
@@ -52,7 +52,7 @@ the queue's record TTL (24h by default).`,
 
 func (f *jobLsFlags) validate() error {
 	if f.state != "" && !slices.Contains(producer.States, producer.State(f.state)) {
-		return usageError{fmt.Errorf("--state %q: want scheduled, queued, running, retrying, done, dead or cancelled", f.state)}
+		return usageError{fmt.Errorf("--state %q: want scheduled, waiting, queued, running, retrying, done, dead or cancelled", f.state)}
 	}
 	if f.limit < 1 {
 		return usageError{fmt.Errorf("--limit %d: want at least 1", f.limit)}

@@ -66,18 +66,13 @@ func (f *jobWaitFlags) run(ctx context.Context, a *app) error {
 // wait` and `enqueue --await`.
 func awaitJob(ctx context.Context, a *app, queue, id string, timeout time.Duration, jsonOut bool,
 	wait func(context.Context, string) (*admin.Record, error)) error {
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	rec, err := wait(ctx, id)
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) && timeout > 0:
-		return exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: job %s had not ended after %s", queue, id, timeout)}
-	case errors.Is(err, context.Canceled):
-		return exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: interrupted while waiting for job %s", queue, id)}
-	case err != nil:
+	var rec *admin.Record
+	err := waitEnd(ctx, queue, "job "+id, timeout, func(ctx context.Context) error {
+		var err error
+		rec, err = wait(ctx, id)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	if err := writeRecord(a.stdout, rec, jsonOut); err != nil {
@@ -87,4 +82,24 @@ func awaitJob(ctx context.Context, a *app, queue, id string, timeout time.Durati
 		return exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: job %s ended %s", queue, id, rec.State)}
 	}
 	return nil
+}
+
+// waitEnd runs wait, at most timeout (0: no limit), and turns its end by the
+// timeout or by a signal into the command's exit (status 1, one line naming what
+// was waited for on queue: "job a1", "workflow order-42"): `job wait`, `enqueue
+// --await` and `workflow wait`.
+func waitEnd(ctx context.Context, queue, what string, timeout time.Duration, wait func(context.Context) error) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	err := wait(ctx)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && timeout > 0:
+		return exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: %s had not ended after %s", queue, what, timeout)}
+	case errors.Is(err, context.Canceled):
+		return exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: interrupted while waiting for %s", queue, what)}
+	}
+	return err
 }
