@@ -613,3 +613,35 @@ func TestWorkflowReadDuringWrites(t *testing.T) {
 		}
 	}
 }
+
+// A batch: its jobs run independently, its completion job once all have ended; with
+// runIfFailed it runs after a failed one too, told which.
+func TestWorkflowBatch(t *testing.T) {
+	t.Parallel()
+	f := newFlowRecorder()
+	f.fail["job-3"] = true
+	p, _ := flowQueue(t, "wf-batch", f, []consumer.Option{consumer.Concurrency(4)})
+	ctx := testenv.Context(t, 60*time.Second)
+	jobs := make([]producer.Job, 5)
+	for i := range jobs {
+		jobs[i] = producer.Job{Payload: []byte(fmt.Sprint(i))}
+	}
+	enqueueFlow(t, p, producer.Batch("ok", jobs[:3], producer.Job{}, false))
+	enqueueFlow(t, p, producer.Batch("partial", jobs, producer.Job{}, true))
+	ok, err := p.WaitWorkflow(ctx, "ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if then := ok.Task("then"); ok.State != producer.WorkflowDone || string(then.Result) != "then(job-0(),job-1(),job-2())" {
+		t.Fatalf("batch ok: %s, then's result %q", ok.State, then.Result)
+	}
+	partial, err := p.WaitWorkflow(ctx, "partial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	then := partial.Task("then")
+	if partial.State != producer.WorkflowFailed || then.State != producer.StateDone || !slices.Equal(then.FailedParents, []string{"job-3"}) ||
+		string(then.Result) != "then(job-0(),job-1(),job-2(),job-3!,job-4())" {
+		t.Fatalf("batch partial: %s; then %s, failed parents %v, result %q", partial.State, then.State, then.FailedParents, then.Result)
+	}
+}
