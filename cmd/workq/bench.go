@@ -51,7 +51,8 @@ the workq side and on the raw side alike, so the ratios compare like with like;
 (comma-separated URLs for a cluster); --replicas R then sets the replica count of
 everything the scenarios create (default 1).
 
-Scenarios (--scenario, comma separated; default all but backlog and schedule-burst):
+Scenarios (--scenario, comma separated; default all but workflow, backlog and
+schedule-burst):
   enqueue-single    producer.Enqueue vs js.Publish with a message id          (jobs/s)
   enqueue-batch     producer.EnqueueBatch vs js.PublishAsync, all acks awaited  (jobs/s)
   schedule-enqueue  delayed jobs (due in an hour), batch and single, vs raw @at
@@ -71,6 +72,12 @@ Scenarios (--scenario, comma separated; default all but backlog and schedule-bur
   lock              kvlock acquire+release vs KV create+delete; contended handoff
                     between 4 connections vs a KV watcher re-creating the key
   limiter           Limiter.Allow vs a plain publish to a stream of the same shape
+  workflow          a fan-out/fan-in workflow of --jobs tasks (a root, the others
+                    after it, a last one after them all), from the enqueue's start
+                    to the last commit, vs the same jobs without dependencies
+                    (EnqueueBatch), per --concurrency                          (jobs/s);
+                    and a chain of --samples links: a parent's commit → its
+                    dependent's start, vs a lone job's enqueue → start (both workq)
   backlog           a worker draining --backlog-base then --backlog jobs: rate ratio
                     and the worker's peak RSS (the worker runs in a child process);
                     raw consume + ack likewise
@@ -110,9 +117,9 @@ under the table say what it holds.`,
 	fl := cmd.Flags()
 	fl.StringSliceVar(&c.Scenarios, "scenario", bench.DefaultScenarios, "scenarios to run: "+strings.Join(bench.Scenarios, ", "))
 	fl.IntVar(&c.Runs, "runs", 1, "runs of each scenario; the table shows medians")
-	fl.IntVar(&c.Jobs, "jobs", 20000, "jobs per throughput scenario (enqueue, process) and operations for the limiter")
-	fl.IntVar(&c.Samples, "samples", 300, "samples per latency scenario (latency, wait, lock)")
-	fl.IntSliceVar(&c.Concurrency, "concurrency", []int{8, 32, 128}, "worker concurrencies for the process scenarios")
+	fl.IntVar(&c.Jobs, "jobs", 20000, "jobs per throughput scenario (enqueue, process), tasks of the workflow fan-out/fan-in, and operations for the limiter")
+	fl.IntVar(&c.Samples, "samples", 300, "samples per latency scenario (latency, wait, lock) and links of the workflow chain")
+	fl.IntSliceVar(&c.Concurrency, "concurrency", []int{8, 32, 128}, "worker concurrencies for the process and workflow scenarios")
 	fl.IntSliceVar(&c.Prefetch, "prefetch", []int{0}, "worker prefetch for the process scenarios (0: the default, adaptive)")
 	fl.DurationVar(&c.AckWait, "ack-wait", time.Second, "AckWait of the redelivery scenario")
 	fl.IntVar(&c.Redeliveries, "redeliveries", 3, "stalls per run of the redelivery scenario")

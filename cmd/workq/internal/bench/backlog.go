@@ -162,7 +162,7 @@ func Drain(ctx context.Context, js jetstream.JetStream, q string, n int, s Worke
 	if !s.Fenced {
 		opts = append(opts, consumer.Unfenced())
 	}
-	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }), opts...)
+	w, err := consumer.New(ctx, js, q, empty, opts...)
 	if err != nil {
 		return res, err
 	}

@@ -144,13 +144,37 @@ func BenchmarkBacklog(b *testing.B) {
 	b.Log(r)
 }
 
+// The workflow fan-out/fan-in at concurrency 32: b.N is the tasks
+// (-benchtime=10000x); the raw column is the same jobs without dependencies.
+func BenchmarkWorkflowFanOut(b *testing.B) {
+	env := testenv.Start(b)
+	e := bench.Env{JS: env.JetStream(b)}
+	report(b, func(ctx context.Context, n int) (bench.Pair, error) {
+		f, err := bench.WorkflowFanOut(ctx, e, n, 32)
+		b.Logf("enqueue %s (plain %s); %s", f.WorkflowEnqueue, f.PlainEnqueue, f.Phases)
+		return f.Pair, err
+	})
+}
+
+// A dependent's release after its parent's commit; b.N is the chain's links
+// (-benchtime=300x); the raw column is a lone job's enqueue → start.
+func BenchmarkWorkflowRelease(b *testing.B) {
+	env := testenv.Start(b)
+	e := bench.Env{JS: env.JetStream(b)}
+	reportLatency(b, func(ctx context.Context) (bench.Latency, error) { return bench.WorkflowRelease(ctx, e, max(b.N, 50)) })
+}
+
+// testEnv starts a server for a test and returns the scenarios' Env on it and a
+// context that ends after timeout (or with the test).
+func testEnv(t *testing.T, timeout time.Duration) (bench.Env, context.Context) {
+	t.Helper()
+	return bench.Env{JS: testenv.Start(t).JetStream(t)}, testenv.Context(t, timeout)
+}
+
 // TestScenariosRun keeps the scenarios working under go test: small n, no timing claims.
 func TestScenariosRun(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t)
-	e := bench.Env{JS: env.JetStream(t)}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	e, ctx := testEnv(t, time.Minute)
 	for _, run := range []func() (bench.Pair, error){
 		func() (bench.Pair, error) { return bench.EnqueueSingle(ctx, e, 200) },
 		func() (bench.Pair, error) { return bench.EnqueueBatch(ctx, e, 500) },
@@ -196,10 +220,7 @@ func TestScenariosRun(t *testing.T) {
 // The scheduled-enqueue scenarios run and measure all three rates.
 func TestScheduledEnqueueRuns(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t)
-	e := bench.Env{JS: env.JetStream(t)}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	e, ctx := testEnv(t, time.Minute)
 	for _, run := range []func() (bench.ScheduledPair, error){
 		func() (bench.ScheduledPair, error) { return bench.EnqueueScheduled(ctx, e, 500) },
 		func() (bench.ScheduledPair, error) { return bench.EnqueueSingleScheduled(ctx, e, 100) },
@@ -221,10 +242,7 @@ func TestScheduledEnqueueRuns(t *testing.T) {
 // dropped attempt's jobs started early, by design, and are not counted).
 func TestScheduledBurst(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t)
-	e := bench.Env{JS: env.JetStream(t)}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	e, ctx := testEnv(t, 2*time.Minute)
 	const n = 300
 	for _, lead := range []time.Duration{0, time.Millisecond} {
 		var mu sync.Mutex
@@ -282,5 +300,41 @@ func TestScheduledBurst(t *testing.T) {
 		if b.Delayed.ProbeIdle <= 0 || b.Delayed.ProbeFiring <= 0 || b.Raw.ProbeIdle <= 0 || b.Raw.ProbeFiring <= 0 {
 			t.Errorf("probe: workq idle %s, firing %s; raw idle %s, firing %s: want all", b.Delayed.ProbeIdle, b.Delayed.ProbeFiring, b.Raw.ProbeIdle, b.Raw.ProbeFiring)
 		}
+	}
+}
+
+// The workflow scenario, run as `workq bench --scenario workflow` runs it, tiny: its
+// rows come out with both columns, a ratio and their targets. The scenario itself
+// fails when a task did not wait for its parents (it reads their records).
+func TestWorkflowScenario(t *testing.T) {
+	t.Parallel()
+	e, ctx := testEnv(t, 2*time.Minute)
+	srv := bench.External(ctx, e, "test", func() {})
+	defer srv.Close()
+	rep, err := bench.Run(ctx, srv, bench.Config{Scenarios: []string{"workflow"}, Runs: 1, Jobs: 200, Samples: 20, Concurrency: []int{4}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"workflow fan-out/fan-in of 200 vs plain jobs (workq, c=4): jobs/s":     "ratio ≥ 0.7",
+		"workflow fan-out/fan-in of 200 vs plain jobs (workq, c=4): enqueue ms": "",
+		"workflow release vs lone job start (workq): p50 ms":                    "ratio ≤ 2",
+		"workflow release vs lone job start (workq): p99 ms":                    "",
+	}
+	for _, r := range rep.Results {
+		k := r.Scenario + ": " + r.Metric
+		target, ok := want[k]
+		if !ok {
+			t.Errorf("unexpected row %s", k)
+			continue
+		}
+		delete(want, k)
+		if r.Workq <= 0 || r.Raw <= 0 || r.Ratio <= 0 || r.Target != target || (target != "") != (r.Met != nil) || len(r.Notes) == 0 && target != "" {
+			t.Errorf("%s: %+v", k, r)
+		}
+		t.Logf("%s: workq %.2f, raw %.2f, ratio %.2f; %v", k, r.Workq, r.Raw, r.Ratio, r.Notes)
+	}
+	for k := range want {
+		t.Errorf("no row %s", k)
 	}
 }

@@ -3,12 +3,14 @@ package bench
 import "time"
 
 // Scenarios are the scenarios Run knows, in the order `workq bench` lists them.
-// The last two are not in DefaultScenarios.
-var Scenarios = []string{"enqueue-single", "enqueue-batch", "schedule-enqueue", "process-unfenced", "process-fenced", "process-priority", "latency", "wait", "redelivery", "lock", "limiter", "backlog", "schedule-burst"}
+// The last three are not in DefaultScenarios.
+var Scenarios = []string{"enqueue-single", "enqueue-batch", "schedule-enqueue", "process-unfenced", "process-fenced", "process-priority", "latency", "wait", "redelivery", "lock", "limiter", "workflow", "backlog", "schedule-burst"}
 
-// DefaultScenarios are the scenarios run when none are named: all but backlog and
-// schedule-burst, which are long (a million jobs deep, 100 000 due at once).
-var DefaultScenarios = Scenarios[:len(Scenarios)-2]
+// DefaultScenarios are the scenarios run when none are named: all but workflow,
+// backlog and schedule-burst, which are long (a workflow of --jobs tasks per
+// concurrency, about a minute a run at the defaults on 2 cores; a million jobs deep;
+// 100 000 due at once).
+var DefaultScenarios = Scenarios[:len(Scenarios)-3]
 
 // Config is what Run runs: which scenarios, how often and how big. `workq bench`
 // fills it from its flags, which hold the defaults (named below) and check the
@@ -20,15 +22,17 @@ type Config struct {
 	// Runs is how often each scenario runs; the report holds the medians and the
 	// spread of the ratio (--runs, default 1).
 	Runs int
-	// Jobs is the jobs per throughput scenario (enqueue, process) and the operations
-	// of the limiter scenario (--jobs, default 20 000).
+	// Jobs is the jobs per throughput scenario (enqueue, process), the tasks of the
+	// workflow scenario's fan-out/fan-in, and the operations of the limiter scenario
+	// (--jobs, default 20 000).
 	Jobs int
-	// Samples is the samples per latency scenario (latency, wait, lock) (--samples,
-	// default 300).
+	// Samples is the samples per latency scenario (latency, wait, lock, and the links
+	// of the workflow scenario's chain) (--samples, default 300).
 	Samples int
 	// Concurrency and Prefetch are the worker settings the process scenarios run
-	// with, one step per pair (--concurrency, default 8, 32, 128; --prefetch, default
-	// 0: the worker's adaptive default).
+	// with, one step per pair, and Concurrency the workflow scenario's fan-out/fan-in,
+	// one step each (--concurrency, default 8, 32, 128; --prefetch, default 0: the
+	// worker's adaptive default).
 	Concurrency, Prefetch []int
 	// AckWait is the redelivery scenario's AckWait (--ack-wait, default 1s): each
 	// stall waits for it, so it sets how long the scenario takes.

@@ -86,27 +86,15 @@ func EndToEnd(ctx context.Context, env Env, n int) (Latency, error) {
 	defer cc.Stop()
 
 	// workq: producer.Enqueue, a worker with an empty handler.
-	q := queueName("bench-l")
-	p, err := producer.New(ctx, js, q, env.producerOpts()...)
+	lone, err := newLoneJobs(ctx, env)
 	if err != nil {
 		return res, err
 	}
-	w, err := consumer.New(ctx, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error { return nil }),
-		env.workerOpts(consumer.Logger(quiet()))...)
-	if err != nil {
-		return res, err
-	}
-	names, _ := queue.NamesFor(q)
-	stream, err := js.Stream(ctx, names.Stream)
-	if err != nil {
-		return res, err
-	}
-	defer startWorker(ctx, w)()
+	defer lone.stop()
 
 	// Warm up both paths (connections, consumers, first pulls) before timing.
-	const warm = 20
 	var rl, wl []time.Duration
-	for i := range n + warm {
+	for i := range n + latencyWarm {
 		start := time.Now()
 		if _, err := js.Publish(ctx, raw.Names.JobsSubject, payload); err != nil {
 			return res, fmt.Errorf("raw publish: %w", err)
@@ -115,24 +103,68 @@ func EndToEnd(ctx context.Context, env Env, n int) (Latency, error) {
 			return res, fmt.Errorf("raw: %w", err)
 		}
 		d := time.Since(start)
-		if i >= warm {
+		if i >= latencyWarm {
 			rl = append(rl, d)
 		}
 
-		start = time.Now()
-		if _, err := p.Enqueue(ctx, payload); err != nil {
+		start, _, err = lone.run(ctx)
+		if err != nil {
 			return res, err
 		}
-		if err := waitGone(ctx, stream); err != nil {
-			return res, fmt.Errorf("workq: %w", err)
-		}
 		d = time.Since(start)
-		if i >= warm {
+		if i >= latencyWarm {
 			wl = append(wl, d)
 		}
 	}
 	res.Workq, res.Raw = percentiles(wl), percentiles(rl)
 	return res, nil
+}
+
+// latencyWarm is the jobs the latency scenario runs through each side before it
+// times any: connections, consumers and first pulls are set up by then.
+const latencyWarm = 20
+
+// loneJobs is the workq side of the latency scenario: a queue whose worker (every
+// scenario's settings, an empty handler) runs jobs enqueued one at a time, each
+// waited for until it is gone from the queue.
+type loneJobs struct {
+	p      *producer.Producer
+	stream jetstream.Stream
+	stop   func() error // stops the worker
+}
+
+// newLoneJobs provisions a new queue and starts its worker; stop stops it.
+func newLoneJobs(ctx context.Context, env Env) (*loneJobs, error) {
+	q := queueName("bench-l")
+	p, err := producer.New(ctx, env.JS, q, env.producerOpts()...)
+	if err != nil {
+		return nil, err
+	}
+	w, err := consumer.New(ctx, env.JS, q, empty, env.workerOpts(consumer.Logger(quiet()))...)
+	if err != nil {
+		return nil, err
+	}
+	names, _ := queue.NamesFor(q)
+	stream, err := env.JS.Stream(ctx, names.Stream)
+	if err != nil {
+		return nil, err
+	}
+	return &loneJobs{p: p, stream: stream, stop: startWorker(ctx, w)}, nil
+}
+
+// run enqueues one job with producer.Enqueue and waits until it is committed and
+// acknowledged: gone from the stream, as the server says. It returns when the
+// enqueue was called, and the job's id.
+func (l *loneJobs) run(ctx context.Context) (start time.Time, id string, err error) {
+	start = time.Now()
+	info, err := l.p.Enqueue(ctx, payload)
+	if err != nil {
+		return start, "", err
+	}
+	if err := waitGone(ctx, l.stream); err != nil {
+		return start, "", fmt.Errorf("workq: %w", err)
+	}
+	return start, info.ID, nil
 }
 
 // waitGone asks the server for the stream's message count until it is 0, without

@@ -108,3 +108,25 @@ func backlogRows(b Backlog) []Row {
 	}
 	return rows
 }
+
+// fanOutRows are the workflow fan-out/fan-in rows: its rate against the same jobs
+// without dependencies (target: ratio ≥ 0.7), and its enqueue against theirs, with
+// when the workflow's phases ended in the notes.
+func fanOutRows(f FanOut) []Row {
+	rate := pairRow(f.Pair, "ratio ≥ 0.7", atLeast(0.7))
+	rate.Notes = []string{"raw column: as many jobs without dependencies, enqueued with EnqueueBatch to a worker of the same settings; both timed from the enqueue's start to the last commit"}
+	enqueue := Row{Scenario: f.Scenario, Metric: "enqueue ms", Workq: ms(f.WorkflowEnqueue), Raw: ms(f.PlainEnqueue), Ratio: ratio(f.WorkflowEnqueue, f.PlainEnqueue),
+		Notes: []string{f.Phases.String()}}
+	return []Row{rate, enqueue}
+}
+
+// releaseRows are the workflow release rows: a dependent's start after its parent's
+// commit against a lone job's start after its enqueue (target: p50 ratio ≤ 2).
+func releaseRows(l Latency) []Row {
+	rows := latencyRows(l, 0)
+	rows[0].Target = "ratio ≤ 2"
+	rows[0].check = func(r Row) bool { return r.Ratio <= 2 }
+	rows[0].Notes = []string{fmt.Sprintf("workq column: a chain of %d tasks, a parent's commit (finished_at) → its dependent's start (started_at); "+
+		"raw column: a lone job, producer.Enqueue called → its start (started_at), one at a time on the same queue and worker", l.N+1)}
+	return rows
+}

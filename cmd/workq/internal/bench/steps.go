@@ -85,6 +85,17 @@ func plan(cfg Config, env Env) []step {
 				l, err := WaitLatency(ctx, env, cfg.Samples)
 				return latencyRows(l, 2*time.Millisecond), err
 			}})
+		case "workflow":
+			for _, c := range cfg.Concurrency {
+				steps = append(steps, step{fmt.Sprintf("%s fan-out/fan-in c=%d", sc, c), func(ctx context.Context, _ *status) ([]Row, error) {
+					f, err := WorkflowFanOut(ctx, env, cfg.Jobs, c)
+					return fanOutRows(f), err
+				}})
+			}
+			steps = append(steps, step{sc + " release", func(ctx context.Context, _ *status) ([]Row, error) {
+				l, err := WorkflowRelease(ctx, env, cfg.Samples)
+				return releaseRows(l), err
+			}})
 		case "redelivery":
 			for _, crash := range []bool{false, true} {
 				name := sc + " after stall"
