@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
@@ -643,5 +644,104 @@ func TestWorkflowBatch(t *testing.T) {
 	if partial.State != producer.WorkflowFailed || then.State != producer.StateDone || !slices.Equal(then.FailedParents, []string{"job-3"}) ||
 		string(then.Result) != "then(job-0(),job-1(),job-2(),job-3!,job-4())" {
 		t.Fatalf("batch partial: %s; then %s, failed parents %v, result %q", partial.State, then.State, then.FailedParents, then.Result)
+	}
+}
+
+// A worker that committed a task, told its dependent (queued) and published the
+// dependent's job message, but died before it removed the held copy (or the removal
+// timed out in a leader election): the dependent runs at once; the task's message
+// comes back after AckWait, and its telling, finding the dependent claimed, removes
+// the held copy, so the queue ends empty. (Found by the workflow chaos test.)
+func TestWorkflowHeldCopyRemovedAfterInterruptedRelease(t *testing.T) {
+	t.Parallel()
+	const q = "wf-held"
+	js := testenv.Start(t).JetStream(t)
+	ctx := testenv.Context(t, 60*time.Second)
+	p := newProducer(t, js, q)
+	if _, err := p.EnqueueWorkflow(ctx, producer.NewWorkflow("x").Task("a", producer.Job{}).Task("b", producer.Job{}, producer.DependsOn("a"))); err != nil {
+		t.Fatal(err)
+	}
+	f := newFlowRecorder()
+	w := newWorker(t, js, q, f, consumer.AckWait(time.Second))
+
+	// The worker that dies: it has a's delivery (never acked) ...
+	cons, err := js.Consumer(ctx, "WORKQ_"+q, "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if m.Subject() != "workq."+q+".jobs.x.a" {
+			t.Fatalf("fetched %s", m.Subject())
+		}
+	}
+	// ... commits a, tells b (its last parent ended: queued), publishes b's job message
+	// as Releaser.release does, and dies before it drops the held copy.
+	kv, err := js.KeyValue(ctx, "WORKQ_"+q+"_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(key string, change func(map[string]any)) {
+		e, err := kv.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal(e.Value(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		change(rec)
+		b, _ := json.Marshal(rec)
+		if _, err := kv.Update(ctx, key, b, e.Revision()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("x.a", func(r map[string]any) { r["state"], r["attempt"], r["result"] = "done", 1, []byte("a's result") })
+	set("x.b", func(r map[string]any) { r["state"] = "queued"; delete(r, "waiting_for") })
+	s, err := js.Stream(ctx, "WORKQ_"+q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.GetLastMsgForSubject(ctx, "workq."+q+".held.x.b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := nats.Header{}
+	for k, v := range held.Header {
+		h[k] = v
+	}
+	h.Del("Workq-Held-Target")
+	h.Set("Nats-Msg-Id", "x.b")
+	if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: held.Header.Get("Workq-Held-Target"), Header: h, Data: held.Data}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A live worker: b runs at once; a comes back after AckWait and is acked.
+	runWorker(t, w)
+	recs := waitEnded(t, p, []string{"x.a", "x.b"})
+	if recs["x.b"].State != producer.StateDone {
+		t.Fatalf("b: %+v", recs["x.b"])
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		si, err := s.Info(ctx, jetstream.WithSubjectFilter("workq."+q+".>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, aLeft := si.State.Subjects["workq."+q+".jobs.x.a"]
+		_, heldLeft := si.State.Subjects["workq."+q+".held.x.b"]
+		if !aLeft {
+			if heldLeft {
+				t.Fatalf("a's delivery came back and was acked, b is done, and b's held copy is still in the stream: %v", si.State.Subjects)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a's message still in the stream: %v", si.State.Subjects)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

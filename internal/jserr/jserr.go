@@ -57,12 +57,18 @@ func NoLeader(err error) bool {
 const notAvailable = "JetStream system temporarily unavailable"
 
 // Transient reports whether err means "not reachable right now" rather than "wrong".
+// A publish refused because another with its message id is being stored (10158: a
+// replicated stream still storing an earlier try of the same publish, after a leader
+// change) is transient too: the next try is answered as a duplicate, or stored.
 func Transient(err error) bool {
 	switch {
 	case NoLeader(err), errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected),
-		errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled), HasCode(err, msgIDInProcess):
 		return true
 	}
 	return false
 }
+
+// msgIDInProcess is the server's "duplicate message id is in process".
+const msgIDInProcess = 10158

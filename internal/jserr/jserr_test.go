@@ -33,3 +33,26 @@ func TestNoLeader(t *testing.T) {
 		}
 	}
 }
+
+// Transient is true for what a retry may get past: no leader, a timeout, a lost
+// connection, a publish whose message id another try is storing; not for a conflict
+// or a refusal.
+func TestTransient(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nats.ErrNoResponders, true},
+		{context.DeadlineExceeded, true},
+		{nats.ErrTimeout, true},
+		{fmt.Errorf("publish: %w", &jetstream.APIError{Code: 503, ErrorCode: 10158, Description: "duplicate message id is in process"}), true},
+		{nil, false},
+		{jetstream.ErrKeyExists, false},
+		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamWrongLastSequence}, false},
+		{nats.ErrPermissionViolation, false},
+	} {
+		if got := Transient(c.err); got != c.want {
+			t.Errorf("Transient(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

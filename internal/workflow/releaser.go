@@ -80,6 +80,8 @@ func (r *Releaser) tellOne(ctx context.Context, wf, task, parent string, failed 
 	switch {
 	case dep == nil:
 		return nil
+	case dep.State == record.Waiting:
+		return nil
 	case dep.State == record.Queued && dep.Attempt == 0:
 		return r.release(ctx, id)
 	case dep.State == record.Cancelled:
@@ -94,7 +96,15 @@ func (r *Releaser) tellOne(ctx context.Context, wf, task, parent string, failed 
 		}
 		return r.DropHeld(ctx, id)
 	}
-	return nil
+	// Claimed already: its job message was published. A held copy still there is
+	// one whose removal the release did not finish (its worker died, or the delete
+	// timed out in a leader election); telling again, after the parent's message
+	// came back, removes it.
+	held, err := r.heldMsg(ctx, id)
+	if err != nil || held == nil {
+		return err
+	}
+	return r.dropMsg(ctx, held.Sequence)
 }
 
 // tell adds parent to what dependent id is told next and waits for the write that

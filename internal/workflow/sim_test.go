@@ -19,7 +19,8 @@ import (
 // dependent at once, parents die or are cancelled, and dependents run if a parent
 // failed or are cancelled with it. The releaser's steps are modelled as
 // releaser.go takes them: read, Tell, compare-and-set; after the write that
-// releases, the held message is published, then dropped; after the write that
+// releases, the held message is published, then dropped (a teller may die in
+// between: a later telling of the claimed task drops it); after the write that
 // cancels, the dependent's own dependents are told, then its held message dropped.
 //
 // Every history is checked: a task is released (or cancelled for a failed parent) by
@@ -230,8 +231,19 @@ func (s *releaseSim) stepTeller(i int) error {
 	// Finish what the write (this teller's, or an earlier one's) started.
 	dt := s.tasks[dep]
 	switch {
-	case cur.State == record.Queued && dt.held:
-		dt.queued, dt.held = true, false
+	case cur.State == record.Queued && cur.Attempt == 0 && !dt.ended && dt.runs == 0 && dt.held:
+		dt.queued = true // its job message is published ...
+		if tl.crashes && s.rng.IntN(4) == 0 {
+			// ... and the teller dies before it removes the held copy.
+			s.tellers = slices.DeleteFunc(s.tellers, func(o *teller) bool { return o.ownedBy(tl) })
+			s.tellers = append(s.tellers, &teller{parent: tl.parent, failed: tl.failed, crashes: true})
+			return nil
+		}
+		dt.held = false
+	case cur.State != record.Waiting && cur.State != record.Cancelled && dt.held:
+		// Claimed already (it ran, or runs): a held copy left by a release that did
+		// not finish is removed.
+		dt.held = false
 	case cur.State == record.Cancelled && dt.held:
 		// Cancelled for a failed parent (by this write or an earlier teller's that
 		// died before it finished): its dependents are told, in this teller's process,
