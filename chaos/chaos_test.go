@@ -29,15 +29,25 @@ type scale struct {
 	clusterJobs   int
 	leaderKills   []float64 // SIGKILL a stream leader at these shares: jobs stream, then records stream, …
 	budget        time.Duration
+
+	// The workflow runs (workflow_test.go): a workflow of flowLayers layers of
+	// flowWidth tasks and a last task, run by flowWorkers processes × flowConc.
+	flowLayers, flowWidth int
+	flowWorkers, flowConc int
+	flowServerKills       []float64 // single node: SIGKILL and restart nats-server at these shares of tasks done
+	flowLeaderKills       []float64 // cluster: SIGKILL a stream leader at these shares (as leaderKills)
+	flowBudget            time.Duration
 }
 
 func sizes() scale {
 	if os.Getenv("WORKQ_CHAOS") == "full" {
 		return scale{name: "full", jobs: 4000, workers: 4, conc: 4, sleep: "0.05", ackWait: 2 * time.Second, killEvery: 2 * time.Second,
-			stalls: []float64{0.1, 0.45, 0.8}, serverKills: []float64{0.3, 0.65}, clusterJobs: 2000, leaderKills: []float64{0.25, 0.6}, budget: 8 * time.Minute}
+			stalls: []float64{0.1, 0.45, 0.8}, serverKills: []float64{0.3, 0.65}, clusterJobs: 2000, leaderKills: []float64{0.25, 0.6}, budget: 8 * time.Minute,
+			flowLayers: 40, flowWidth: 50, flowWorkers: 4, flowConc: 8, flowServerKills: []float64{0.5}, flowLeaderKills: []float64{0.3, 0.65}, flowBudget: 6 * time.Minute}
 	}
 	return scale{name: "short", jobs: 800, workers: 3, conc: 3, sleep: "0.05", ackWait: 2 * time.Second, killEvery: 2 * time.Second,
-		stalls: []float64{0.15}, serverKills: []float64{0.45}, clusterJobs: 1500, leaderKills: []float64{0.2, 0.5}, budget: 3 * time.Minute}
+		stalls: []float64{0.15}, serverKills: []float64{0.45}, clusterJobs: 1500, leaderKills: []float64{0.2, 0.5}, budget: 3 * time.Minute,
+		flowLayers: 15, flowWidth: 20, flowWorkers: 3, flowConc: 4, flowServerKills: []float64{0.5}, flowLeaderKills: []float64{0.4}, flowBudget: 2 * time.Minute}
 }
 
 // payloadOf gives job i its behaviour (see jobScript).
@@ -194,19 +204,8 @@ func TestChaosSingleNode(t *testing.T) {
 			t.Logf("%6.2fs SIGSTOP %s (%d/%d jobs finished)", now.Sub(chaosStart).Seconds(), stalled.name, done, sc.jobs)
 		case serverKills < len(sc.serverKills) && share >= sc.serverKills[serverKills]:
 			serverKills++
-			srv.crash(t)
-			killedAt := time.Now()
-			t.Logf("%6.2fs SIGKILL nats-server (%d/%d jobs finished)", killedAt.Sub(chaosStart).Seconds(), done, sc.jobs)
-			srv.start(t)
-			waitJetStream(t, js, 60*time.Second)
-			var heard time.Time
-			waitUntil(t, 30*time.Second, "the observer to reconnect", func() bool {
-				var ok bool
-				heard, ok = o.reconnectedSince(killedAt)
-				return ok
-			})
-			windows = append(windows, window{what: fmt.Sprintf("nats-server kill %d", serverKills), from: killedAt, to: heard})
-			t.Logf("%6.2fs nats-server back (restarted on its store in %s)", time.Since(chaosStart).Seconds(), time.Since(killedAt).Round(time.Millisecond))
+			windows = append(windows, restartServer(t, srv, js, o, fmt.Sprintf("nats-server kill %d", serverKills), chaosStart,
+				fmt.Sprintf("%d/%d jobs finished", done, sc.jobs)))
 		case now.After(nextKill):
 			old, nw := wp.replace(killSlot)
 			kills++
@@ -281,41 +280,8 @@ func TestChaosCluster(t *testing.T) {
 			t.Fatalf("after %s: %d of %d jobs finished; logs in %s", sc.budget, done, sc.clusterJobs, dir)
 		}
 		if kills < len(sc.leaderKills) && float64(done)/float64(sc.clusterJobs) >= sc.leaderKills[kills] {
-			stream := streams[kills%len(streams)]
 			kills++
-			leader := streamLeader(t, js, stream, "")
-			var node *natsNode
-			for _, n := range nodes {
-				if n.name == leader {
-					node = n
-				}
-			}
-			if node == nil {
-				t.Fatalf("stream %s: leader %q is none of the nodes", stream, leader)
-			}
-			also := ""
-			for _, s := range streams {
-				if s != stream && streamLeader(t, js, s, "") == leader {
-					also += " and " + s
-				}
-			}
-			node.crash(t)
-			killedAt := time.Now()
-			t.Logf("%6.2fs SIGKILL %s, leader of %s%s (%d/%d jobs finished)", killedAt.Sub(chaosStart).Seconds(), leader, stream, also, done, sc.clusterJobs)
-			newLeader := streamLeader(t, js, stream, leader)
-			elected := time.Now()
-			t.Logf("%6.2fs %s has a new leader, %s, %s after the kill", elected.Sub(chaosStart).Seconds(), stream, newLeader, elected.Sub(killedAt).Round(time.Millisecond))
-			node.start(t)
-			for _, s := range streams {
-				waitCurrent(t, js, s, 60*time.Second)
-			}
-			to := time.Now()
-			if r, ok := o.reconnectedSince(killedAt); ok && r.After(to) {
-				to = r
-			}
-			windows = append(windows, window{what: fmt.Sprintf("leader kill %d (%s, leader of %s%s; new leader elected in %s)",
-				kills, leader, stream, also, elected.Sub(killedAt).Round(time.Millisecond)), from: killedAt, to: to})
-			t.Logf("%6.2fs %s restarted and every replica current", time.Since(chaosStart).Seconds(), leader)
+			windows = append(windows, killLeader(t, js, nodes, streams, kills, o, chaosStart, fmt.Sprintf("%d/%d jobs finished", done, sc.clusterJobs)))
 			continue
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -326,6 +292,120 @@ func TestChaosCluster(t *testing.T) {
 	f := check(t, q, nc, js, o, wp, confirmed, windows)
 	f.pauses = pausesAround(o, windows)
 	t.Logf("%s cluster run: %d leader kills of %d planned; processing %s, total %s\n%s", sc.name, kills, len(sc.leaderKills), processing.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), f)
+}
+
+// restartServer SIGKILLs the single server srv, restarts it on its store and waits
+// until JetStream answers and the observer has reconnected. It returns the window in
+// which the observer may have missed revisions, named what. The log lines say when
+// (seconds since start) and what had happened by then (progress).
+func restartServer(t *testing.T, srv *natsNode, js jetstream.JetStream, o *observer, what string, start time.Time, progress string) window {
+	t.Helper()
+	srv.crash(t)
+	killedAt := time.Now()
+	t.Logf("%6.2fs SIGKILL nats-server (%s)", killedAt.Sub(start).Seconds(), progress)
+	srv.start(t)
+	waitJetStream(t, js, 60*time.Second)
+	var heard time.Time
+	waitUntil(t, 30*time.Second, "the observer to reconnect", func() bool {
+		var ok bool
+		heard, ok = o.reconnectedSince(killedAt)
+		return ok
+	})
+	t.Logf("%6.2fs nats-server back (restarted on its store in %s)", time.Since(start).Seconds(), time.Since(killedAt).Round(time.Millisecond))
+	return window{what: what, from: killedAt, to: heard}
+}
+
+// killLeader makes the kill-th leader kill of a cluster run and waits until the
+// cluster is whole again (see leaderKill). It returns the window from the kill until
+// then (or until the observer reconnected, if later). The log lines say when
+// (seconds since start) and what had happened by then (progress).
+func killLeader(t *testing.T, js jetstream.JetStream, nodes []*natsNode, streams []string, kill int, o *observer, start time.Time, progress string) window {
+	t.Helper()
+	k := startLeaderKill(t, js, nodes, streams, kill, start, progress)
+	for {
+		if w, ok := k.step(t, js, o); ok {
+			return w
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// leaderKill is the kill-th leader kill of a cluster run, followed step by step so
+// that a run can go on with its other faults meanwhile: the node that leads
+// streams[(kill-1) % len(streams)] is SIGKILLed; once another leader is elected the
+// node is restarted; the kill ends when every replica of every stream of streams is
+// current again.
+type leaderKill struct {
+	kill           int
+	stream, leader string
+	also           string // the other streams the node led
+	node           *natsNode
+	streams        []string
+	start          time.Time // the run's start, for the log lines
+	killedAt       time.Time
+	elected        time.Time // zero until another leader is elected
+	restarted      time.Time
+}
+
+// startLeaderKill SIGKILLs the leader (see leaderKill). The log line says when
+// (seconds since start) and what had happened by then (progress).
+func startLeaderKill(t *testing.T, js jetstream.JetStream, nodes []*natsNode, streams []string, kill int, start time.Time, progress string) *leaderKill {
+	t.Helper()
+	k := &leaderKill{kill: kill, stream: streams[(kill-1)%len(streams)], streams: streams, start: start}
+	k.leader = streamLeader(t, js, k.stream, "")
+	for _, n := range nodes {
+		if n.name == k.leader {
+			k.node = n
+		}
+	}
+	if k.node == nil {
+		t.Fatalf("stream %s: leader %q is none of the nodes", k.stream, k.leader)
+	}
+	for _, s := range streams {
+		if s != k.stream && streamLeader(t, js, s, "") == k.leader {
+			k.also += " and " + s
+		}
+	}
+	k.node.crash(t)
+	k.killedAt = time.Now()
+	t.Logf("%6.2fs SIGKILL %s, leader of %s%s (%s)", k.killedAt.Sub(start).Seconds(), k.leader, k.stream, k.also, progress)
+	return k
+}
+
+// step takes the kill a step further, without waiting: it restarts the node once
+// another leader is elected, and returns the kill's window once every replica is
+// current, from the kill until then (or until the observer reconnected, if later).
+// Each stage fails the test after 60s.
+func (k *leaderKill) step(t *testing.T, js jetstream.JetStream, o *observer) (window, bool) {
+	t.Helper()
+	if k.elected.IsZero() {
+		l, ok := leaderOf(js, k.stream)
+		if !ok || l == k.leader {
+			if time.Since(k.killedAt) > 60*time.Second {
+				t.Fatalf("timed out after 60s waiting for a leader for %s", k.stream)
+			}
+			return window{}, false
+		}
+		k.elected = time.Now()
+		t.Logf("%6.2fs %s has a new leader, %s, %s after the kill", k.elected.Sub(k.start).Seconds(), k.stream, l, k.elected.Sub(k.killedAt).Round(time.Millisecond))
+		k.node.start(t)
+		k.restarted = time.Now()
+	}
+	for _, s := range k.streams {
+		if !current(js, s) {
+			if time.Since(k.restarted) > 60*time.Second {
+				t.Fatalf("timed out after 60s waiting for every replica of %s to be current", s)
+			}
+			return window{}, false
+		}
+	}
+	to := time.Now()
+	if r, ok := o.reconnectedSince(k.killedAt); ok && r.After(to) {
+		to = r
+	}
+	t.Logf("%6.2fs %s restarted and every replica current", time.Since(k.start).Seconds(), k.leader)
+	return window{what: fmt.Sprintf("leader kill %d (%s, leader of %s%s; new leader elected in %s)",
+		k.kill, k.leader, k.stream, k.also, k.elected.Sub(k.killedAt).Round(time.Millisecond)), from: k.killedAt, to: to}, true
 }
 
 // workDir is the run's directory: server stores and logs, workers' logs and run logs.
@@ -351,38 +431,43 @@ func streamLeader(t *testing.T, js jetstream.JetStream, stream, not string) stri
 	t.Helper()
 	var leader string
 	waitUntil(t, 60*time.Second, "a leader for "+stream, func() bool {
-		// A short timeout: the election's measured length is no coarser than this.
-		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
-		defer cancel()
-		s, err := js.Stream(ctx, stream)
-		if err != nil || s.CachedInfo().Cluster == nil {
-			return false
-		}
-		leader = s.CachedInfo().Cluster.Leader
-		return leader != "" && leader != not
+		var ok bool
+		leader, ok = leaderOf(js, stream)
+		return ok && leader != not
 	})
 	return leader
 }
 
-// waitCurrent waits until every replica of stream is current.
-func waitCurrent(t *testing.T, js jetstream.JetStream, stream string, d time.Duration) {
-	t.Helper()
-	waitUntil(t, d, "every replica of "+stream+" to be current", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		s, err := js.Stream(ctx, stream)
-		if err != nil || s.CachedInfo().Cluster == nil || s.CachedInfo().Cluster.Leader == "" {
+// leaderOf asks once for the name of stream's leader; false when it has none, or
+// did not answer.
+func leaderOf(js jetstream.JetStream, stream string) (string, bool) {
+	// A short timeout: the election's measured length is no coarser than this.
+	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil || s.CachedInfo().Cluster == nil || s.CachedInfo().Cluster.Leader == "" {
+		return "", false
+	}
+	return s.CachedInfo().Cluster.Leader, true
+}
+
+// current asks once whether stream has a leader and both its other replicas are
+// current.
+func current(js jetstream.JetStream, stream string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil || s.CachedInfo().Cluster == nil || s.CachedInfo().Cluster.Leader == "" {
+		return false
+	}
+	rs := s.CachedInfo().Cluster.Replicas
+	if len(rs) != 2 {
+		return false
+	}
+	for _, r := range rs {
+		if !r.Current || r.Offline {
 			return false
 		}
-		rs := s.CachedInfo().Cluster.Replicas
-		if len(rs) != 2 {
-			return false
-		}
-		for _, r := range rs {
-			if !r.Current || r.Offline {
-				return false
-			}
-		}
-		return true
-	})
+	}
+	return true
 }

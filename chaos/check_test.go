@@ -4,8 +4,10 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -50,54 +52,11 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 	t.Helper()
 	var f figures
 	f.jobs = len(jobs)
-	last := o.catchUp(js)
-
 	// 1. Completeness: every sequence of the records stream was heard, or is still in
 	// the stream (read back), or was written inside a kill window.
-	_, lost := o.fillGaps(nc, last)
+	unknownRev := completeHistory(t, nc, js, o, windows, &f)
 	o.mu.Lock()
-	for _, r := range o.revs { // read back now, or during the run (finishedJobs)
-		if r.readBack {
-			f.readBack++
-		}
-	}
 	defer o.mu.Unlock()
-	for _, c := range o.conflicts {
-		t.Errorf("VIOLATION (durability): %s", c)
-	}
-	for _, b := range o.bad {
-		t.Errorf("VIOLATION: %s", b)
-	}
-	f.revisions = len(o.revs)
-	unknownRev := map[string][]uint64{} // job → its revisions nobody saw
-	for _, s := range lost {
-		var lo, hi *revision
-		for p := s - 1; p >= 1 && lo == nil; p-- {
-			lo = o.revs[p]
-		}
-		for n := s + 1; n <= last && hi == nil; n++ {
-			hi = o.revs[n]
-		}
-		key := "?"
-		for _, r := range o.revs {
-			if r.prev == s {
-				key = r.key
-			}
-		}
-		explained := ""
-		for _, w := range windows {
-			if (lo == nil || !lo.at.After(w.to.Add(250*time.Millisecond))) && (hi == nil || !hi.at.Before(w.from.Add(-250*time.Millisecond))) {
-				explained = w.what
-			}
-		}
-		if explained == "" {
-			t.Errorf("INCOMPLETE HISTORY: records sequence %d (job %s) was overwritten without being heard, outside any kill window (between %v and %v)", s, key, lo, hi)
-			continue
-		}
-		f.unobserved++
-		unknownRev[key] = append(unknownRev[key], s)
-		t.Logf("records sequence %d (job %s) was overwritten unheard during %s", s, key, explained)
-	}
 
 	// 2. Each job's history.
 	byKey := map[string][]*revision{}
@@ -192,6 +151,19 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 					}
 					break
 				}
+				if final.readBack && final.prev == 0 {
+					// The commit itself was not heard (read back at the end: the revision it
+					// was written over is unknown), nor the run's claim: the token its result
+					// names must be an unheard sequence (its key unknown when no revision heard
+					// names it as its previous one) between the last revision heard and it.
+					var token uint64
+					_, err := fmt.Sscanf(string(final.rec.Result), "r "+id+" %d\n", &token)
+					unheard := slices.Contains(unknownRev[id], token) || slices.Contains(unknownRev["?"], token)
+					if err != nil || !unheard || token >= final.seq || first > 0 && token <= revs[first-1].seq || !tokens[token] {
+						t.Errorf("VIOLATION (result of another run): job %s: committed result %q read back, with no unheard claim of a run that started before it; %s", id, final.rec.Result, desc())
+					}
+					break
+				}
 				t.Errorf("VIOLATION: job %s was committed without a claim before it (workq work claims every run first); %s", id, desc())
 				break
 			}
@@ -246,6 +218,61 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 	return f
 }
 
+// completeHistory completes o's history of the records bucket (check's step 1): every
+// sequence from 1 to the stream's last was heard, or is read back from the stream, or
+// was overwritten unheard inside one of the kill windows — anything else fails the
+// test. It counts revisions in f and returns, by job, the sequences overwritten
+// unheard.
+func completeHistory(t *testing.T, nc *nats.Conn, js jetstream.JetStream, o *observer, windows []window, f *figures) map[string][]uint64 {
+	t.Helper()
+	last := o.catchUp(js)
+	_, lost := o.fillGaps(nc, last)
+	o.mu.Lock()
+	for _, r := range o.revs { // read back now, or during the run (finishedJobs)
+		if r.readBack {
+			f.readBack++
+		}
+	}
+	defer o.mu.Unlock()
+	for _, c := range o.conflicts {
+		t.Errorf("VIOLATION (durability): %s", c)
+	}
+	for _, b := range o.bad {
+		t.Errorf("VIOLATION: %s", b)
+	}
+	f.revisions = len(o.revs)
+	unknownRev := map[string][]uint64{} // job → its revisions nobody saw
+	for _, s := range lost {
+		var lo, hi *revision
+		for p := s - 1; p >= 1 && lo == nil; p-- {
+			lo = o.revs[p]
+		}
+		for n := s + 1; n <= last && hi == nil; n++ {
+			hi = o.revs[n]
+		}
+		key := "?"
+		for _, r := range o.revs {
+			if r.prev == s {
+				key = r.key
+			}
+		}
+		explained := ""
+		for _, w := range windows {
+			if (lo == nil || !lo.at.After(w.to.Add(250*time.Millisecond))) && (hi == nil || !hi.at.Before(w.from.Add(-250*time.Millisecond))) {
+				explained = w.what
+			}
+		}
+		if explained == "" {
+			t.Errorf("INCOMPLETE HISTORY: records sequence %d (job %s) was overwritten without being heard, outside any kill window (between %v and %v)", s, key, lo, hi)
+			continue
+		}
+		f.unobserved++
+		unknownRev[key] = append(unknownRev[key], s)
+		t.Logf("records sequence %d (job %s) was overwritten unheard during %s", s, key, explained)
+	}
+	return unknownRev
+}
+
 // waitJobsAcked waits, with the workers still running, until the jobs stream is empty.
 // A job whose record is done may still be there for a while: its worker was killed
 // between commit and ack, and the next worker it is redelivered to (after AckWait)
@@ -259,7 +286,7 @@ func waitJobsAcked(t *testing.T, js jetstream.JetStream, q string, d time.Durati
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("VIOLATION: the jobs stream WORKQ_%s still holds %d messages %s after every job finished, with workers running", q, left, d)
+			t.Errorf("VIOLATION: the jobs stream WORKQ_%s still holds %d messages %s after every job finished, with workers running:\n%s", q, left, d, leftover(js, q))
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -286,6 +313,51 @@ func jobsLeft(t *testing.T, js jetstream.JetStream, q string) uint64 {
 		return 0
 	}
 	return left - min(left, uint64(len(orphans(t, js, s, q))))
+}
+
+// leftover lists, for a message, the messages the jobs stream of q holds: by subject,
+// with their job's record state.
+func leftover(js jetstream.JetStream, q string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, "WORKQ_"+q)
+	if err != nil {
+		return fmt.Sprintf("  (stream not read: %v)", err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter("workq."+q+".>"))
+	if err != nil {
+		return fmt.Sprintf("  (stream not read: %v)", err)
+	}
+	kv, err := js.KeyValue(ctx, "WORKQ_"+q+"_JOBS")
+	if err != nil {
+		return fmt.Sprintf("  (records not read: %v)", err)
+	}
+	subjects := slices.Sorted(maps.Keys(info.State.Subjects))
+	var b strings.Builder
+	for i, subj := range subjects {
+		if i == 20 {
+			fmt.Fprintf(&b, "  … and %d more subjects\n", len(subjects)-i)
+			break
+		}
+		fmt.Fprintf(&b, "  %s (%d message(s))", subj, info.State.Subjects[subj])
+		if m, err := s.GetLastMsgForSubject(ctx, subj); err == nil {
+			fmt.Fprintf(&b, ", last at sequence %d, stored %s", m.Sequence, m.Time.Format("15:04:05.000"))
+		}
+		tok := subj[strings.LastIndex(subj, ".")+1:]
+		for _, part := range []string{".jobs.", ".held."} { // ids may hold dots (a workflow's task ids do)
+			if _, after, ok := strings.Cut(subj, part); ok {
+				tok = after
+			}
+		}
+		if e, err := kv.Get(ctx, tok); err != nil {
+			fmt.Fprintf(&b, "; record %s: %v\n", tok, err)
+		} else {
+			var rec jobRec
+			_ = json.Unmarshal(e.Value(), &rec)
+			fmt.Fprintf(&b, "; record %s: %s at rev %d, attempt %d\n", tok, rec.State, e.Revision(), rec.Attempt)
+		}
+	}
+	return b.String()
 }
 
 func history(revs []*revision) string {

@@ -1,8 +1,8 @@
 // Package chaos is workq's real-process chaos suite. Its tests carry the build tag
 // "chaos", so the ordinary test run skips them:
 //
-//	go test -tags chaos -count=1 -v ./chaos                     # short: about 1 minute
-//	WORKQ_CHAOS=full go test -tags chaos -count=1 -v -timeout 30m ./chaos  # full: 1–2½ minutes
+//	go test -tags chaos -count=1 -v ./chaos                     # short: about 2 minutes
+//	WORKQ_CHAOS=full go test -tags chaos -count=1 -v -timeout 30m ./chaos  # full: 2½–4 minutes
 //
 // A failed run keeps its directory (server stores and logs, each worker's workq log and
 // run log) and names it; WORKQ_CHAOS_KEEP=1 keeps a passing run's too.
@@ -34,4 +34,18 @@
 // every dead job has exactly one dead letter; the jobs stream ends empty. It reports
 // stale commits refused (worker log lines "job <id> was reassigned"), duplicate runs,
 // and, for each leader kill, the election time and the longest gap between commits.
+//
+// The workflow runs (workflow_test.go) enqueue one workflow built from a seed
+// (WORKQ_CHAOS_SEED, default 1): layers of tasks, each depending on one to three tasks
+// of earlier layers, and a last task depending on the whole last layer; about 300
+// tasks short, 2000 full. Their workers are the test binary itself, started again as
+// a Go worker process (workerproc_test.go): each task's handler logs its run as the
+// job command does, reads its parents' results (Job.ParentResult) and commits a hash
+// of them with its fencing token. Workers are SIGKILLed and replaced every 2 s while
+// the single server is SIGKILLed and restarted, or the cluster loses a stream leader.
+// Beyond the invariants above, the check asserts for every task that each of its runs
+// was claimed after each parent's done write (fencing tokens and record revisions are
+// one sequence), none after its own, that it was released once and never claimed
+// while waiting, and that its result is the one its parents' expected results give;
+// the workflow ends done, as WaitWorkflow sees it, and no held message is left.
 package chaos

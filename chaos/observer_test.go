@@ -4,9 +4,11 @@ package chaos
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +30,10 @@ type jobRec struct {
 	} `json:"worker"`
 	Result    []byte `json:"result"`
 	LastError string `json:"last_error"`
+	// A workflow's task.
+	Task       string   `json:"task"`
+	Parents    []string `json:"parents"`
+	WaitingFor []string `json:"waiting_for"`
 }
 
 // revision is one write to the records bucket: one message of its stream.
@@ -296,4 +302,18 @@ func readBack(t testing.TB, nc *nats.Conn, stream string, seq uint64) (*revision
 		}
 	}
 	return r, true
+}
+
+// historyOf is the history heard of key's record so far, oldest first, for messages.
+func (o *observer) historyOf(key string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var revs []*revision
+	for _, r := range o.revs {
+		if r.key == key {
+			revs = append(revs, r)
+		}
+	}
+	slices.SortFunc(revs, func(a, b *revision) int { return cmp.Compare(a.seq, b.seq) })
+	return history(revs)
 }

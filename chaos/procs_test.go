@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	if os.Getenv(workerEnv) != "" {
+		// Started by a test as one of its worker processes (workerproc_test.go).
+		return workerProcess()
+	}
 	if runtime.GOOS != "linux" {
 		fmt.Println("chaos: Linux only (process groups, SIGSTOP, the workq guard's pdeathsig); skipped")
 		return 0

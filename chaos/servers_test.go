@@ -103,14 +103,19 @@ func urls(nodes []*natsNode) string {
 	return strings.Join(us, ",")
 }
 
+// connectOptions make a connection that reconnects forever, fast: the test's and its
+// worker processes' (workerproc_test.go).
+func connectOptions() []nats.Option {
+	return []nats.Option{
+		nats.MaxReconnects(-1), nats.ReconnectWait(20 * time.Millisecond), nats.RetryOnFailedConnect(true),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
+	}
+}
+
 // connect connects the test to the servers; the connection reconnects forever, fast.
 func connect(t testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	opts = append([]nats.Option{
-		nats.MaxReconnects(-1), nats.ReconnectWait(20 * time.Millisecond), nats.RetryOnFailedConnect(true),
-		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
-	}, opts...)
-	nc, err := nats.Connect(url, opts...)
+	nc, err := nats.Connect(url, append(connectOptions(), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

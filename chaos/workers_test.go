@@ -36,7 +36,8 @@ esac
 printf 'r %s %s\n' "$WORKQ_JOB_ID" "$WORKQ_FENCING_TOKEN"
 `
 
-// workerPool runs `workq work` processes in numbered slots; a slot's process can be
+// workerPool runs worker processes in numbered slots: `workq work` running jobScript,
+// or, with program set, another program (workerproc_test.go). A slot's process can be
 // crashed and replaced by a new one with a new name.
 type workerPool struct {
 	t           testing.TB
@@ -46,6 +47,9 @@ type workerPool struct {
 	ackWait     time.Duration
 	concurrency int
 	sleep       string // seconds, for sleep(1)
+	// program, when set, is the worker's command line and extra environment in place
+	// of `workq work`; it must log each run as jobScript does, to w.runLog.
+	program func(wp *workerPool, w *worker) (env []string, path string, args []string)
 
 	mu    sync.Mutex
 	slots []*worker
@@ -75,13 +79,19 @@ func (wp *workerPool) launch(slot int) *worker {
 	wp.mu.Unlock()
 	w.runLog = filepath.Join(wp.dir, "runs-"+w.name+".log")
 	w.log = filepath.Join(wp.dir, "workq-"+w.name+".log")
-	args := []string{"work", wp.queue, "--server", wp.url, "--wait", "60s", "--name", w.name,
+	env := []string{"CHAOS_RUNLOG=" + w.runLog, "CHAOS_SLEEP=" + wp.sleep}
+	path, args := workqBin, []string{"work", wp.queue, "--server", wp.url, "--wait", "60s", "--name", w.name,
 		"--concurrency", strconv.Itoa(wp.concurrency), "--ack-wait", wp.ackWait.String(),
 		"--backoff", "200ms", "--backoff-max", "1s", "--max-attempts", "10",
 		"--drain-timeout", "10s", "--kill-grace", "1s",
 		"--group-commit", "on", // the servers fsync every write: the durable deployment group commit is for
 		"--", "sh", "-c", jobScript}
-	w.p = spawn(wp.t, w.name, w.log, []string{"CHAOS_RUNLOG=" + w.runLog, "CHAOS_SLEEP=" + wp.sleep}, workqBin, args...)
+	if wp.program != nil {
+		var more []string
+		more, path, args = wp.program(wp, w)
+		env = append(env, more...)
+	}
+	w.p = spawn(wp.t, w.name, w.log, env, path, args...)
 	wp.mu.Lock()
 	wp.slots[slot] = w
 	wp.all = append(wp.all, w)
@@ -111,12 +121,15 @@ func (wp *workerPool) stopAll(d time.Duration) {
 	wg.Wait()
 }
 
-// run is one start of the job command, from a worker's run log.
+// run is one start of the job command, from a worker's run log: a line "job attempt
+// worker token", and, from a program that knows it, the start's wall-clock time in
+// Unix nanoseconds as a fifth field.
 type run struct {
 	job     string
 	attempt int
 	worker  string
 	token   uint64
+	at      time.Time // zero when the line has no time
 }
 
 // runs reads every worker's run log.
@@ -133,13 +146,18 @@ func (wp *workerPool) runs() []run {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			fs := strings.Fields(sc.Text())
-			if len(fs) != 4 {
+			if len(fs) != 4 && len(fs) != 5 {
 				wp.t.Errorf("%s: malformed run line %q", w.runLog, sc.Text())
 				continue
 			}
 			a, _ := strconv.Atoi(fs[1])
 			tok, _ := strconv.ParseUint(fs[3], 10, 64)
-			rs = append(rs, run{job: fs[0], attempt: a, worker: fs[2], token: tok})
+			r := run{job: fs[0], attempt: a, worker: fs[2], token: tok}
+			if len(fs) == 5 {
+				ns, _ := strconv.ParseInt(fs[4], 10, 64)
+				r.at = time.Unix(0, ns)
+			}
+			rs = append(rs, r)
 		}
 		f.Close()
 	}
