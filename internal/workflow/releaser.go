@@ -104,7 +104,7 @@ func (r *Releaser) tellOne(ctx context.Context, wf, task, parent string, failed 
 	if err != nil || held == nil {
 		return err
 	}
-	return r.dropMsg(ctx, held.Sequence)
+	return r.dropHeldUpTo(ctx, id, held.Sequence)
 }
 
 // tell adds parent to what dependent id is told next and waits for the write that
@@ -206,7 +206,16 @@ func (r *Releaser) release(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("job %s: releasing its message: %w", id, err)
 	}
-	return r.dropMsg(ctx, held.Sequence)
+	return r.dropHeldUpTo(ctx, id, held.Sequence)
+}
+
+// dropHeldUpTo removes task id's held messages up to sequence seq: the one released,
+// and any older copy (a run that added the task and died before its commit left one,
+// and the committing run published another).
+func (r *Releaser) dropHeldUpTo(ctx context.Context, id string, seq uint64) error {
+	return retry.Do(ctx, func(ctx context.Context) error {
+		return r.Stream.Purge(ctx, jetstream.WithPurgeSubject(r.Names.HeldSubject(id)), jetstream.WithPurgeSequence(seq+1))
+	})
 }
 
 // validTarget reports whether subject is one of job id's job subjects.
@@ -238,16 +247,4 @@ func (r *Releaser) DropHeld(ctx context.Context, id string) error {
 	return retry.Do(ctx, func(ctx context.Context) error {
 		return r.Stream.Purge(ctx, jetstream.WithPurgeSubject(r.Names.HeldSubject(id)))
 	})
-}
-
-// dropMsg deletes message seq; one gone already is dropped.
-func (r *Releaser) dropMsg(ctx context.Context, seq uint64) error {
-	err := retry.Do(ctx, func(ctx context.Context) error { return r.Stream.DeleteMsg(ctx, seq) })
-	if err == nil {
-		return nil
-	}
-	if _, gerr := r.Stream.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
-		return nil
-	}
-	return err
 }
