@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/option"
@@ -43,11 +44,17 @@ func (p *Producer) Wait(ctx context.Context, id string, opts ...WaitOption) (*Re
 		return nil, fmt.Errorf("producer: wait for job %s on queue %s: %w", id, p.names.Queue, err)
 	}
 	// The watch first, so that no write after Status's look is missed.
+	reconnected := p.reconnects()
+	defer p.js.Conn().RemoveStatusListener(reconnected)
 	w, err := p.watchRecord(ctx, id)
 	if err != nil {
 		return fail(err)
 	}
-	defer func() { _ = w.Stop() }()
+	defer func() {
+		if w != nil {
+			_ = w.Stop()
+		}
+	}()
 	seen := false // a record, or the job's message, was seen
 	for {
 		var e jetstream.KeyValueEntry
@@ -55,7 +62,20 @@ func (p *Producer) Wait(ctx context.Context, id string, opts ...WaitOption) (*Re
 		select {
 		case <-ctx.Done():
 			return fail(ctx.Err())
+		case <-reconnected:
 		case e, ok = <-w.Updates():
+		}
+		if !ok && !p.js.Conn().IsClosed() {
+			// Reconnected, or the watch ended while the connection lives: the server
+			// may have restarted and lost the watch's consumer. Watch anew (the new
+			// watch sends the record as it stands) rather than wait for the old one
+			// to notice its missed heartbeats (about 20 s).
+			_ = w.Stop()
+			err := retry.Do(ctx, func(ctx context.Context) (err error) { w, err = p.watchRecord(ctx, id); return err })
+			if err != nil {
+				return fail(err)
+			}
+			continue
 		}
 		switch {
 		case !ok:
@@ -150,3 +170,11 @@ type waitConfig struct {
 // second), starting with the one there is; f runs on Wait's goroutine and delays it.
 // By default Wait tells nothing before the end.
 func Following(f func(*Record)) WaitOption { return func(c *waitConfig) { c.follow = f } }
+
+// reconnects is a channel told each time the producer's connection is connected
+// again after it was lost; remove it with RemoveStatusListener. A watch (Wait,
+// WaitWorkflow) started anew then: one whose server restarted lost its consumer, and
+// nats.go notices only after two missed heartbeats, some 20 s.
+func (p *Producer) reconnects() chan nats.Status {
+	return p.js.Conn().StatusChanged(nats.CONNECTED)
+}

@@ -111,11 +111,18 @@ func (p *Producer) workflow(ctx context.Context, id string, wait bool) (*Workflo
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := p.records.KV.WatchFiltered(ctx, []string{wireid.Encode(id) + ".*"})
+	reconnected := p.reconnects()
+	defer p.js.Conn().RemoveStatusListener(reconnected)
+	keys := func() []string { return []string{wireid.Encode(id) + ".*"} } // a new slice each time: the watch rewrites it
+	w, err := p.records.KV.WatchFiltered(ctx, keys())
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = w.Stop() }()
+	defer func() {
+		if w != nil {
+			_ = w.Stop()
+		}
+	}()
 	tasks := map[string]*record.Record{}
 	open := 0                                     // tasks whose records are not terminal: the workflow ended at 0
 	current := false                              // the watch has sent every record there was
@@ -139,7 +146,19 @@ func (p *Producer) workflow(ctx context.Context, id string, wait bool) (*Workflo
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-reconnected:
 		case e, ok = <-w.Updates():
+		}
+		if !ok && !p.js.Conn().IsClosed() {
+			// Watched anew, as Wait does; what the new watch leaves out of its first
+			// records is read again.
+			_ = w.Stop()
+			err := retry.Do(ctx, func(ctx context.Context) (err error) { w, err = p.records.KV.WatchFiltered(ctx, keys()); return err })
+			if err != nil {
+				return nil, err
+			}
+			current, completed = false, false
+			continue
 		}
 		switch {
 		case !ok:
