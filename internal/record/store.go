@@ -172,16 +172,36 @@ func (s Store) Create(ctx context.Context, r *Record) error {
 	}
 	// The key has history: a live record, or a delete, purge or expiry marker, which
 	// a create writes over (as KV's own Create does), by compare-and-set on it.
-	m, err := s.lastMsg(ctx, r.ID)
+	rev, err := s.markerRevision(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, r, expectRevision(rev))
+}
+
+// markerRevision is the revision of the delete, purge or expiry marker at id's key
+// (0: the key has no message), for a create to write over; ErrConflict if a value is
+// there. A live value is read raw (KV's direct get), not through the message-get
+// API: a foreign value may be as large as a message, and that API sends it as base64
+// in JSON. Only a marker, which is small, is read there for its revision.
+func (s Store) markerRevision(ctx context.Context, id string) (uint64, error) {
+	_, err := s.KV.Get(ctx, wireid.Encode(id))
+	switch {
+	case err == nil:
+		return 0, fmt.Errorf("%w: %s: a value is there", ErrConflict, id)
+	case !errors.Is(err, jetstream.ErrKeyNotFound):
+		return 0, err
+	}
+	m, err := s.lastMsg(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return s.write(ctx, r, expectRevision(0)) // the marker went meanwhile
+		return 0, nil // no message at all: the marker went meanwhile
 	case err != nil:
-		return err
+		return 0, err
 	case !isMarker(m):
-		return fmt.Errorf("%w: %s: a record exists", ErrConflict, r.ID)
+		return 0, fmt.Errorf("%w: %s: a value is there", ErrConflict, id)
 	}
-	return s.write(ctx, r, expectRevision(m.Sequence))
+	return m.Sequence, nil
 }
 
 // Update writes r if the record is still at revision prev; r.Revision is set to the
@@ -218,16 +238,11 @@ func (s Store) write(ctx context.Context, r *Record, h nats.Header) error {
 // key's delete, purge or expiry marker if it has one (as Create writes), for a
 // caller that sends it in an atomic batch. ErrConflict if a record is there.
 func (s Store) CreateMsg(ctx context.Context, r *Record) (*nats.Msg, error) {
-	m, err := s.lastMsg(ctx, r.ID)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return s.WriteMsg(r, 0)
-	case err != nil:
+	rev, err := s.markerRevision(ctx, r.ID)
+	if err != nil {
 		return nil, err
-	case !isMarker(m):
-		return nil, fmt.Errorf("%w: %s: a record exists", ErrConflict, r.ID)
 	}
-	return s.WriteMsg(r, m.Sequence)
+	return s.WriteMsg(r, rev)
 }
 
 // WriteMsg is the message that writes r over revision prev by compare-and-set
