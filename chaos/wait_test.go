@@ -37,7 +37,24 @@ func TestChaosWaitAcrossServerKill(t *testing.T) {
 	ch := make(chan res, 2)
 	go func() { _, err := p.WaitWorkflow(ctx, "w"); ch <- res{"WaitWorkflow", err, time.Now()} }()
 	go func() { _, err := p.Wait(ctx, "w.a"); ch <- res{"Wait", err, time.Now()} }()
-	time.Sleep(500 * time.Millisecond) // both watching
+	// Both watching: their watches' consumers are on the records stream.
+	records, err := js.Stream(ctx, "KV_WORKQ_probe_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		si, err := records.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if si.State.Consumers >= 2 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the waits did not start watching")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	srv.crash(t)
 	srv.start(t)
 	waitJetStream(t, js, 30*time.Second)

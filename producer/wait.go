@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
@@ -71,8 +72,7 @@ func (p *Producer) Wait(ctx context.Context, id string, opts ...WaitOption) (*Re
 			// watch sends the record as it stands) rather than wait for the old one
 			// to notice its missed heartbeats (about 20 s).
 			_ = w.Stop()
-			err := retry.Do(ctx, func(ctx context.Context) (err error) { w, err = p.watchRecord(ctx, id); return err })
-			if err != nil {
+			if w, err = p.rewatch(ctx, func() (jetstream.KeyWatcher, error) { return p.watchRecord(ctx, id) }); err != nil {
 				return fail(err)
 			}
 			continue
@@ -177,4 +177,26 @@ func Following(f func(*Record)) WaitOption { return func(c *waitConfig) { c.foll
 // nats.go notices only after two missed heartbeats, some 20 s.
 func (p *Producer) reconnects() chan nats.Status {
 	return p.js.Conn().StatusChanged(nats.CONNECTED)
+}
+
+// rewatch makes a watch of the records anew with watch once their stream answers
+// again (within 500 ms a try), trying again while making it fails transiently. The
+// watch takes the caller's context, which it lives as long as (nats.go ends a watch
+// with the context it was made with): a try's deadline would end it, so the stream is
+// asked first, and a watch made on a server not ready yet does not wait out a whole
+// request timeout.
+func (p *Producer) rewatch(ctx context.Context, watch func() (jetstream.KeyWatcher, error)) (jetstream.KeyWatcher, error) {
+	for {
+		err := retry.DoEach(ctx, 500*time.Millisecond, func(ctx context.Context) error {
+			_, err := p.js.Stream(ctx, "KV_"+p.names.Bucket)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		w, err := watch()
+		if err == nil || !jserr.Transient(err) {
+			return w, err
+		}
+	}
 }

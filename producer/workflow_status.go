@@ -150,14 +150,13 @@ func (p *Producer) workflow(ctx context.Context, id string, wait bool) (*Workflo
 		case e, ok = <-w.Updates():
 		}
 		if !ok && !p.js.Conn().IsClosed() {
-			// Watched anew, as Wait does; what the new watch leaves out of its first
-			// records is read again.
+			// Watched anew, as Wait does. Every task is known by now, and a record
+			// the new watch leaves out of its first ones comes as an update.
 			_ = w.Stop()
-			err := retry.Do(ctx, func(ctx context.Context) (err error) { w, err = p.records.KV.WatchFiltered(ctx, keys()); return err })
-			if err != nil {
+			if w, err = p.rewatch(ctx, func() (jetstream.KeyWatcher, error) { return p.records.KV.WatchFiltered(ctx, keys()) }); err != nil {
 				return nil, err
 			}
-			current, completed = false, false
+			current = false
 			continue
 		}
 		switch {
@@ -206,7 +205,8 @@ func (p *Producer) workflow(ctx context.Context, id string, wait bool) (*Workflo
 func (p *Producer) completeWorkflow(ctx context.Context, id string, tasks map[string]*record.Record, set func(string, *record.Record)) error {
 	prefix := "$KV." + p.names.Bucket + "."
 	var si *jetstream.StreamInfo
-	err := retry.Do(ctx, func(ctx context.Context) error {
+	// Tries of 2 s: right after a server restart, a first request can go unanswered.
+	err := retry.DoEach(ctx, 2*time.Second, func(ctx context.Context) error {
 		s, err := p.js.Stream(ctx, "KV_"+p.names.Bucket)
 		if err == nil {
 			si, err = s.Info(ctx, jetstream.WithSubjectFilter(prefix+wireid.Encode(id)+".*"))
