@@ -95,17 +95,8 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 			f.jobsRan++
 			f.extraRuns += max(0, len(runs)-expectedRuns(payload))
 		}
-		tokens, attempts := map[uint64]bool{}, map[int]bool{}
-		for _, r := range runs {
-			if tokens[r.token] {
-				t.Errorf("VIOLATION: job %s: two runs with fencing token %d; %s", id, r.token, desc())
-			}
-			if attempts[r.attempt] {
-				t.Errorf("VIOLATION (attempt not counted): job %s: two runs as attempt %d; %s", id, r.attempt, desc())
-			}
-			tokens[r.token], attempts[r.attempt] = true, true
-			f.maxAttempt = max(f.maxAttempt, r.attempt)
-		}
+		ran := distinctRuns(t, "job "+id, runs, &f, desc)
+		tokens := func(tok uint64) bool { _, ok := ran[tok]; return ok }
 		if len(revs) == 0 {
 			t.Errorf("VIOLATION (lost job): job %s (%s) was confirmed but has no record; %s", id, payload, desc())
 			continue
@@ -146,7 +137,7 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 					if _, err := fmt.Sscanf(string(final.rec.Result), "r "+id+" %d\n", &token); err != nil || token > final.prev {
 						t.Errorf("VIOLATION (result of another run): job %s: committed result %q over an unheard claim at or below %d; %s", id, final.rec.Result, final.prev, desc())
 					}
-					if !tokens[token] {
+					if !tokens(token) {
 						t.Errorf("VIOLATION: job %s committed on unheard token %d, but no run with that token started; %s", id, token, desc())
 					}
 					break
@@ -159,7 +150,7 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 					var token uint64
 					_, err := fmt.Sscanf(string(final.rec.Result), "r "+id+" %d\n", &token)
 					unheard := slices.Contains(unknownRev[id], token) || slices.Contains(unknownRev["?"], token)
-					if err != nil || !unheard || token >= final.seq || first > 0 && token <= revs[first-1].seq || !tokens[token] {
+					if err != nil || !unheard || token >= final.seq || first > 0 && token <= revs[first-1].seq || !tokens(token) {
 						t.Errorf("VIOLATION (result of another run): job %s: committed result %q read back, with no unheard claim of a run that started before it; %s", id, final.rec.Result, desc())
 					}
 					break
@@ -193,7 +184,7 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 			if string(final.rec.Result) != want {
 				t.Errorf("VIOLATION (result of another run): job %s: committed result %q, want %q (the latest claim's run); %s", id, final.rec.Result, want, desc())
 			}
-			if !tokens[token] {
+			if !tokens(token) {
 				t.Errorf("VIOLATION: job %s committed on token %d, but no run with that token started; %s", id, token, desc())
 			}
 		case "dead":
@@ -442,4 +433,23 @@ func (f figures) String() string {
 		s += "pause after " + p + "\n"
 	}
 	return s
+}
+
+// distinctRuns checks that what's runs (one job's, or one task's) each have a
+// fencing token and an attempt of their own, notes the highest attempt in f, and
+// returns the runs by token.
+func distinctRuns(t *testing.T, what string, runs []run, f *figures, desc func() string) map[uint64]run {
+	t.Helper()
+	tokens, attempts := map[uint64]run{}, map[int]bool{}
+	for _, r := range runs {
+		if _, ok := tokens[r.token]; ok {
+			t.Errorf("VIOLATION: %s: two runs with fencing token %d; %s", what, r.token, desc())
+		}
+		if attempts[r.attempt] {
+			t.Errorf("VIOLATION (attempt not counted): %s: two runs as attempt %d; %s", what, r.attempt, desc())
+		}
+		tokens[r.token], attempts[r.attempt] = r, true
+		f.maxAttempt = max(f.maxAttempt, r.attempt)
+	}
+	return tokens
 }

@@ -545,17 +545,7 @@ func checkFlow(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o 
 			f.jobsRan++
 			f.extraRuns += len(runs) - 1
 		}
-		tokens, attempts := map[uint64]run{}, map[int]bool{}
-		for _, r := range runs {
-			if _, ok := tokens[r.token]; ok {
-				t.Errorf("VIOLATION: task %s: two runs with fencing token %d; %s", name, r.token, desc())
-			}
-			if attempts[r.attempt] {
-				t.Errorf("VIOLATION (attempt not counted): task %s: two runs as attempt %d; %s", name, r.attempt, desc())
-			}
-			tokens[r.token], attempts[r.attempt] = r, true
-			f.maxAttempt = max(f.maxAttempt, r.attempt)
-		}
+		tokens := distinctRuns(t, "task "+name, runs, &f, desc)
 		if len(revs) == 0 {
 			t.Errorf("VIOLATION (lost task): task %s has no record; %s", name, desc())
 			continue
