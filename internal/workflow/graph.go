@@ -47,14 +47,21 @@ func Check(nodes []Node) (*Graph, error) {
 		if len(n.Parents) == 0 {
 			g.Roots = append(g.Roots, n.Name)
 		}
+		var seen map[string]bool // for a fan-in, which may name thousands
+		if len(n.Parents) > 16 {
+			seen = make(map[string]bool, len(n.Parents))
+		}
 		for i, p := range n.Parents {
 			switch _, ok := index[p]; {
 			case p == n.Name:
 				return nil, fmt.Errorf("%w: task %q depends on itself", ErrInvalid, n.Name)
 			case !ok:
 				return nil, fmt.Errorf("%w: task %q depends on %q, which is not a task of the workflow", ErrInvalid, n.Name, p)
-			case slices.Contains(n.Parents[:i], p):
+			case seen[p] || seen == nil && slices.Contains(n.Parents[:i], p):
 				return nil, fmt.Errorf("%w: task %q names %q as a parent twice", ErrInvalid, n.Name, p)
+			}
+			if seen != nil {
+				seen[p] = true
 			}
 			g.Dependents[p] = append(g.Dependents[p], n.Name)
 		}

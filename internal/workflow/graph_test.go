@@ -11,6 +11,14 @@ import (
 func TestCheck(t *testing.T) {
 	t.Parallel()
 	n := func(name string, parents ...string) Node { return Node{Name: name, Parents: parents} }
+	wide := []Node{n("a")} // a fan-in of 40, then one naming a parent twice
+	var names []string
+	for i := range 40 {
+		names = append(names, fmt.Sprintf("p%d", i))
+		wide = append(wide, n(names[i], "a"))
+	}
+	wideTwice := append(slices.Clone(wide), n("z", append(slices.Clone(names), "p7")...))
+	wide = append(wide, n("z", names...))
 	for _, c := range []struct {
 		name  string
 		nodes []Node
@@ -25,6 +33,8 @@ func TestCheck(t *testing.T) {
 		{"unknown", []Node{n("a", "x")}, `depends on "x", which is not a task`},
 		{"self", []Node{n("a", "a")}, "depends on itself"},
 		{"parent twice", []Node{n("a"), n("b", "a", "a")}, "twice"},
+		{"wide fan-in", wide, ""},
+		{"parent twice in a wide fan-in", wideTwice, `names "p7" as a parent twice`},
 		{"cycle of two", []Node{n("a", "b"), n("b", "a")}, "cycle"},
 		{"cycle of three", []Node{n("x"), n("a", "c", "x"), n("b", "a"), n("c", "b")}, "cycle"},
 	} {
