@@ -335,10 +335,8 @@ func leftover(js jetstream.JetStream, q string) string {
 			fmt.Fprintf(&b, ", last at sequence %d, stored %s", m.Sequence, m.Time.Format("15:04:05.000"))
 		}
 		tok := subj[strings.LastIndex(subj, ".")+1:]
-		for _, part := range []string{".jobs.", ".held."} { // ids may hold dots (a workflow's task ids do)
-			if _, after, ok := strings.Cut(subj, part); ok {
-				tok = after
-			}
+		if _, after, ok := strings.Cut(subj, ".jobs."); ok { // ids may hold dots (a workflow's task ids do)
+			tok = after
 		}
 		if e, err := kv.Get(ctx, tok); err != nil {
 			fmt.Fprintf(&b, "; record %s: %v\n", tok, err)

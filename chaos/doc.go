@@ -47,5 +47,5 @@
 // was claimed after each parent's done write (fencing tokens and record revisions are
 // one sequence), none after its own, that it was released once and never claimed
 // while waiting, and that its result is the one its parents' expected results give;
-// the workflow ends done, as WaitWorkflow sees it, and no held message is left.
+// the workflow ends done, as WaitWorkflow sees it, and the queue ends empty.
 package chaos

@@ -42,7 +42,7 @@ import (
 // went from waiting to released once, and was told of each parent at most once; its
 // result is the one its parents' expected results give. The workflow ends done as
 // WaitWorkflow sees it, also one WaitWorkflow called before the chaos, and the queue
-// ends empty (held messages included).
+// ends empty.
 
 // flowID is the id of the chaos runs' workflow.
 const flowID = "wf"
@@ -682,7 +682,7 @@ func checkFlow(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o 
 	}
 	f.reassigned = wp.logLines("was reassigned")
 	if left := jobsLeft(t, js, q); left != 0 {
-		t.Errorf("VIOLATION: the jobs stream WORKQ_%s holds %d messages (held ones included) after the workflow ended and the workers stopped:\n%s", q, left, leftover(js, q))
+		t.Errorf("VIOLATION: the jobs stream WORKQ_%s holds %d messages after the workflow ended and the workers stopped:\n%s", q, left, leftover(js, q))
 	}
 	return f
 }

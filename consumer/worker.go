@@ -113,7 +113,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 		js: js, names: names, objects: objs, records: records,
 		handler: Chain(h, cfg.middleware...), cfg: cfg, metrics: m, runIDs: newRunIDs(), rewatch: make(chan *lease),
 		log:   cfg.logger.With("queue", queueName, "worker", cfg.name),
-		flows: &workflow.Releaser{Store: records, Stream: objs.Stream, JS: js, Names: names},
+		flows: &workflow.Releaser{Store: records, JS: js, Names: names},
 	}
 	host, _ := os.Hostname()
 	w.identity = record.Worker{Name: cfg.name, Host: host, PID: os.Getpid()}

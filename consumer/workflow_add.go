@@ -13,16 +13,14 @@ import (
 	"github.com/workq/workq/internal/jobid"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
-	"github.com/workq/workq/internal/retry"
 	"github.com/workq/workq/internal/workflow"
 )
 
 // Run-time fan-out: a running task adds tasks to its workflow (Job.AddTasks), stored
 // with its commit in one atomic batch of the records bucket — its done record, the
 // new tasks' records and its dependents', which wait for the new tasks too — so the
-// addition and the commit take effect together or not at all. The new tasks' held
-// messages go first: without their records they are never released, and a refused
-// batch removes them.
+// addition and the commit take effect together or not at all. A new task keeps its
+// message in its record, as every waiting task does: a refused batch leaves nothing.
 
 // NewTask is a task that a running workflow task adds to its workflow
 // (Job.AddTasks). The task adding it is always one of its parents.
@@ -88,85 +86,68 @@ func (j *Job) AddTasks(tasks ...NewTask) error {
 	if _, err := workflow.Check(nodes); err != nil {
 		return fmt.Errorf("job %s: %w: %w", j.id, ErrAddTasks, err)
 	}
+	for _, a := range j.w.planAdded(added, t) {
+		if err := workflow.CheckRecordSize(a, j.w.js.Conn().MaxPayload()); err != nil {
+			return fmt.Errorf("job %s: %w: %w", j.id, ErrAddTasks, err)
+		}
+	}
 	j.added = added
 	return nil
 }
 
-// addedTask is a task added by a run, ready to store: its record and held message.
-type addedTask struct {
-	rec *record.Record
-	msg *nats.Msg
-}
-
-// planAdded builds the records and held messages of the tasks j's run added, below
-// parent, its claim; dependents are parent's dependents, which wait for them too.
-func (w *Worker) planAdded(j *Job, parent *record.Record) []addedTask {
+// planAdded builds the records of the tasks added, by the run of parent (its claim),
+// each keeping its message; their dependents are parent's dependents, which wait
+// for them too.
+func (w *Worker) planAdded(added []NewTask, parent *record.Record) []*record.Record {
 	now := time.Now()
-	out := make([]addedTask, len(j.added))
-	for i, a := range j.added {
+	out := make([]*record.Record, len(added))
+	for i, a := range added {
 		id := workflow.TaskID(parent.Workflow, a.Name)
 		parents := append([]string{parent.Task}, a.DependsOn...)
 		var deps []string
-		for _, b := range j.added {
+		for _, b := range added {
 			if slices.Contains(b.DependsOn, a.Name) {
 				deps = append(deps, b.Name)
 			}
 		}
 		enqueue := jobid.New()
-		h := make(nats.Header, len(a.Header)+5)
+		h := make(nats.Header, len(a.Header)+4)
 		for k, v := range a.Header {
 			h[k] = v
 		}
 		h.Set(queue.HeaderEnqueue, enqueue)
 		h.Set(queue.HeaderWorkflow, parent.Workflow)
-		h.Set(queue.HeaderHeldTarget, w.names.JobSubject(id))
 		if a.Kind != "" {
 			h.Set(queue.HeaderKind, a.Kind)
 		}
 		if a.MaxAttempts > 0 {
 			h.Set(queue.HeaderMaxAttempts, fmt.Sprint(a.MaxAttempts))
 		}
-		out[i] = addedTask{
-			rec: &record.Record{
-				ID: id, Queue: w.names.Queue, Kind: a.Kind, State: record.Waiting, MaxAttempts: a.MaxAttempts,
-				Enqueue: enqueue, EnqueuedAt: now, Workflow: parent.Workflow, Task: a.Name,
-				Parents: parents, WaitingFor: slices.Clone(parents), Dependents: append(deps, parent.Dependents...),
-				RunIfFailed: a.RunIfParentFailed,
-			},
-			msg: &nats.Msg{Subject: w.names.HeldSubject(id), Header: h, Data: a.Payload},
+		out[i] = &record.Record{
+			ID: id, Queue: w.names.Queue, Kind: a.Kind, State: record.Waiting, MaxAttempts: a.MaxAttempts,
+			Enqueue: enqueue, EnqueuedAt: now, Workflow: parent.Workflow, Task: a.Name,
+			Parents: parents, WaitingFor: slices.Clone(parents), Dependents: append(deps, parent.Dependents...),
+			RunIfFailed: a.RunIfParentFailed,
+			Message:     &record.Message{Subject: w.names.JobSubject(id), Header: h, Data: a.Payload},
 		}
 	}
 	return out
 }
 
-// commitWithTasks commits j with the tasks its run added: their held messages, then
-// one atomic batch of j's done record (over its claim), the new records and its
-// dependents' records (each over the revision read), read again and sent again
-// while only a dependent's revision moved (another parent told it). Then it settles
-// as a plain commit does.
+// commitWithTasks commits j with the tasks its run added: one atomic batch of j's
+// done record (over its claim), the new records and its dependents' records (each
+// over the revision read), read again and sent again while only a dependent's
+// revision moved (another parent told it). Then it settles as a plain commit does.
 func (w *Worker) commitWithTasks(ctx context.Context, j *Job) {
 	ctx, cancel := w.writeContext(ctx)
 	defer cancel()
-	plan := w.planAdded(j, j.task())
-	for _, a := range plan {
-		err := retry.Do(ctx, func(ctx context.Context) error { _, err := w.js.PublishMsg(ctx, a.msg); return err })
-		if err != nil {
-			w.outcomeFailed(j, "add tasks", err)
-			return
-		}
-	}
-	err := w.commitAdded(ctx, j, plan)
+	err := w.commitAdded(ctx, j, w.planAdded(j.added, j.task()))
 	switch {
 	case errors.Is(err, errTaskExists):
-		w.dropHeld(plan)
 		w.deadLetter(ctx, j, Permanent(err), true)
 		return
-	case errors.Is(err, record.ErrConflict):
-		w.dropHeld(plan)
-		w.outcomeFailed(j, "commit", err)
-		return
 	case err != nil:
-		w.outcomeFailed(j, "commit", err) // the batch may have landed: its held messages stay
+		w.outcomeFailed(j, "commit", err)
 		return
 	}
 	w.releaseUnique(ctx, j)
@@ -184,7 +165,7 @@ var errTaskExists = errors.New("added task exists in the workflow")
 // renewal moves it meanwhile). It returns record.ErrConflict when the claim was lost,
 // errTaskExists when an added task's name exists, and any other error when the
 // outcome is unknown.
-func (w *Worker) commitAdded(ctx context.Context, j *Job, plan []addedTask) error {
+func (w *Worker) commitAdded(ctx context.Context, j *Job, plan []*record.Record) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.lost {
@@ -195,11 +176,11 @@ func (w *Worker) commitAdded(ctx context.Context, j *Job, plan []addedTask) erro
 	j.applyProgress(&done)
 	done.Run, done.State, done.Result, done.FinishedAt, done.RetryAt = j.run, record.Done, j.result, time.Now(), time.Time{}
 	for _, a := range plan {
-		done.Dependents = append(slices.Clone(done.Dependents), a.rec.Task)
+		done.Dependents = append(slices.Clone(done.Dependents), a.Task)
 	}
 	var names []string
 	for _, a := range plan {
-		names = append(names, a.rec.Task)
+		names = append(names, a.Task)
 	}
 	for range maxClaimRounds {
 		msgs := make([]*nats.Msg, 0, 1+len(plan)+len(claim.Dependents))
@@ -212,9 +193,9 @@ func (w *Worker) commitAdded(ctx context.Context, j *Job, plan []addedTask) erro
 			return err
 		}
 		for _, a := range plan {
-			m, err := w.records.CreateMsg(ctx, a.rec)
+			m, err := w.records.CreateMsg(ctx, a)
 			if errors.Is(err, record.ErrConflict) {
-				return fmt.Errorf("job %s: %w: task %s", j.id, errTaskExists, a.rec.Task)
+				return fmt.Errorf("job %s: %w: task %s", j.id, errTaskExists, a.Task)
 			}
 			if err != nil {
 				return err
@@ -262,8 +243,8 @@ func (w *Worker) commitAdded(ctx context.Context, j *Job, plan []addedTask) erro
 			return err
 		}
 		for _, a := range plan {
-			if _, gerr := w.records.Get(ctx, a.rec.ID); gerr == nil {
-				return fmt.Errorf("job %s: %w: task %s", j.id, errTaskExists, a.rec.Task)
+			if _, gerr := w.records.Get(ctx, a.ID); gerr == nil {
+				return fmt.Errorf("job %s: %w: task %s", j.id, errTaskExists, a.Task)
 			}
 		}
 		moved := false
@@ -278,15 +259,4 @@ func (w *Worker) commitAdded(ctx context.Context, j *Job, plan []addedTask) erro
 		}
 	}
 	return fmt.Errorf("job %s: its dependents' records kept changing", j.id)
-}
-
-// dropHeld removes the held messages of added tasks whose batch was refused.
-func (w *Worker) dropHeld(plan []addedTask) {
-	ctx, cancel := w.writeContext(context.Background())
-	defer cancel()
-	for _, a := range plan {
-		if err := w.flows.DropHeld(ctx, a.rec.ID); err != nil {
-			w.log.Warn("held message of a task not added left in the queue (it is never released)", "job", a.rec.ID, "err", err)
-		}
-	}
 }

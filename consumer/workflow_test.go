@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
@@ -24,6 +23,7 @@ type flowRun struct {
 	token   uint64   // the run's fencing token: its claim's revision
 	parents []string // Job.Parents
 	failed  []string // Job.FailedParents
+	payload []byte
 }
 
 // flowRecorder is a handler for workflow tests: each task's result is its name and
@@ -45,7 +45,7 @@ func (f *flowRecorder) Handle(ctx context.Context, j *consumer.Job) error {
 		return err
 	}
 	f.mu.Lock()
-	f.runs[j.Task()] = append(f.runs[j.Task()], flowRun{token: tok, parents: j.Parents(), failed: j.FailedParents()})
+	f.runs[j.Task()] = append(f.runs[j.Task()], flowRun{token: tok, parents: j.Parents(), failed: j.FailedParents(), payload: j.Payload()})
 	fail, hold := f.fail[j.Task()], f.hold
 	f.mu.Unlock()
 	if j.Task() == "slow" && hold != nil {
@@ -261,7 +261,8 @@ func TestWorkflowParentFailure(t *testing.T) {
 }
 
 // Cancelling a running task cancels what waits for it, which never runs; cancelling
-// a waiting task cancels it and its dependents, and removes its held message.
+// a waiting task cancels it and its dependents. The queue ends empty: a task that
+// waits has its message in its record only.
 func TestWorkflowCancel(t *testing.T) {
 	t.Parallel()
 	const q = "wf-cancel"
@@ -301,13 +302,10 @@ func TestWorkflowCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	si, err := s.Info(ctx, jetstream.WithSubjectFilter("workq."+q+".held.>"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(si.State.Subjects) != 0 {
-		t.Errorf("held messages left: %v", si.State.Subjects)
-	}
+	testenv.Eventually(t, 10*time.Second, "the jobs stream to empty", func() bool {
+		si, err := s.Info(ctx)
+		return err == nil && si.State.Msgs == 0
+	})
 }
 
 // A worker that committed a task and died before telling its dependents leaves the
@@ -647,18 +645,18 @@ func TestWorkflowBatch(t *testing.T) {
 	}
 }
 
-// A worker that committed a task, told its dependent (queued) and published the
-// dependent's job message, but died before it removed the held copy (or the removal
-// timed out in a leader election): the dependent runs at once; the task's message
-// comes back after AckWait, and its telling, finding the dependent claimed, removes
-// the held copy, so the queue ends empty. (Found by the workflow chaos test.)
-func TestWorkflowHeldCopyRemovedAfterInterruptedRelease(t *testing.T) {
+// A worker that committed a task and wrote its dependent's release (queued), but died
+// before it published the dependent's message: the task's message comes back after
+// AckWait, and its telling, finding the dependent released and never claimed,
+// publishes the message kept in the dependent's record. The dependent runs once and
+// the queue ends empty.
+func TestWorkflowReleaseFinishedAfterInterruptedRelease(t *testing.T) {
 	t.Parallel()
-	const q = "wf-held"
+	const q = "wf-release-cut"
 	js := testenv.Start(t).JetStream(t)
 	ctx := testenv.Context(t, 60*time.Second)
 	p := newProducer(t, js, q)
-	if _, err := p.EnqueueWorkflow(ctx, producer.NewWorkflow("x").Task("a", producer.Job{}).Task("b", producer.Job{}, producer.DependsOn("a"))); err != nil {
+	if _, err := p.EnqueueWorkflow(ctx, producer.NewWorkflow("x").Task("a", producer.Job{}).Task("b", producer.Job{Payload: []byte("b's payload")}, producer.DependsOn("a"))); err != nil {
 		t.Fatal(err)
 	}
 	f := newFlowRecorder()
@@ -678,8 +676,8 @@ func TestWorkflowHeldCopyRemovedAfterInterruptedRelease(t *testing.T) {
 			t.Fatalf("fetched %s", m.Subject())
 		}
 	}
-	// ... commits a, tells b (its last parent ended: queued), publishes b's job message
-	// as Releaser.release does, and dies before it drops the held copy.
+	// ... commits a, writes b's release (its last parent ended: queued), and dies
+	// before it publishes b's message.
 	kv, err := js.KeyValue(ctx, "WORKQ_"+q+"_JOBS")
 	if err != nil {
 		t.Fatal(err)
@@ -700,89 +698,28 @@ func TestWorkflowHeldCopyRemovedAfterInterruptedRelease(t *testing.T) {
 		}
 	}
 	set("x.a", func(r map[string]any) { r["state"], r["attempt"], r["result"] = "done", 1, []byte("a's result") })
-	set("x.b", func(r map[string]any) { r["state"] = "queued"; delete(r, "waiting_for") })
-	s, err := js.Stream(ctx, "WORKQ_"+q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := s.GetLastMsgForSubject(ctx, "workq."+q+".held.x.b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := nats.Header{}
-	for k, v := range held.Header {
-		h[k] = v
-	}
-	h.Del("Workq-Held-Target")
-	h.Set("Nats-Msg-Id", "x.b")
-	if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: held.Header.Get("Workq-Held-Target"), Header: h, Data: held.Data}); err != nil {
-		t.Fatal(err)
-	}
+	set("x.b", func(r map[string]any) {
+		if r["message"] == nil {
+			t.Fatalf("b waits with no message in its record: %v", r)
+		}
+		r["state"] = "queued"
+		delete(r, "waiting_for")
+	})
 
-	// A live worker: b runs at once; a comes back after AckWait and is acked.
+	// A live worker: a comes back after AckWait, tells b again, which runs.
 	runWorker(t, w)
 	recs := waitEnded(t, p, []string{"x.a", "x.b"})
-	if recs["x.b"].State != producer.StateDone {
+	if recs["x.b"].State != producer.StateDone || recs["x.b"].Attempt != 1 {
 		t.Fatalf("b: %+v", recs["x.b"])
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		si, err := s.Info(ctx, jetstream.WithSubjectFilter("workq."+q+".>"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, aLeft := si.State.Subjects["workq."+q+".jobs.x.a"]
-		_, heldLeft := si.State.Subjects["workq."+q+".held.x.b"]
-		if !aLeft {
-			if heldLeft {
-				t.Fatalf("a's delivery came back and was acked, b is done, and b's held copy is still in the stream: %v", si.State.Subjects)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a's message still in the stream: %v", si.State.Subjects)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// A run that adds a task and dies after its held message went out, before its commit,
-// leaves a held copy of a task that does not exist; the run that commits publishes
-// another. The release removes both: the queue ends empty.
-func TestWorkflowAddedTaskHeldCopiesRemoved(t *testing.T) {
-	t.Parallel()
-	js := testenv.Start(t).JetStream(t)
-	const q = "wf-add-orphan"
-	h := consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
-		if j.Task() != "split" {
-			return nil
-		}
-		if j.Attempt() == 1 {
-			// What a dying run of commitWithTasks leaves: the held message, no record.
-			_, err := js.PublishMsg(ctx, &nats.Msg{Subject: "workq." + q + ".held.add.part",
-				Header: nats.Header{"Workq-Held-Target": {"workq." + q + ".jobs.add.part"}, "Workq-Workflow": {"add"}}})
-			if err != nil {
-				return err
-			}
-			return errors.New("dies before its commit")
-		}
-		return j.AddTasks(consumer.NewTask{Name: "part"})
-	})
-	p := newProducer(t, js, q)
-	runWorker(t, newWorker(t, js, q, h, consumer.Backoff(consumer.Constant(10*time.Millisecond))))
-	ctx := testenv.Context(t, 60*time.Second)
-	enqueueFlow(t, p, producer.NewWorkflow("add").Task("split", producer.Job{}))
-	if _, err := p.Wait(ctx, "add.split"); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := p.Wait(ctx, "add.part"); err != nil || r.State != producer.StateDone {
-		t.Fatalf("part: %+v, %v", r, err)
+	if runs := f.ran("b"); len(runs) != 1 || string(runs[0].payload) != "b's payload" {
+		t.Fatalf("b's runs: %+v", runs)
 	}
 	s, err := js.Stream(ctx, "WORKQ_"+q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "the jobs stream to empty", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the jobs stream to empty", func() bool {
 		si, err := s.Info(ctx)
 		return err == nil && si.State.Msgs == 0
 	})

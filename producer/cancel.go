@@ -61,6 +61,7 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 			// Queued (handed back), running or retrying: its message is prev.Sequence.
 			c := *prev
 			c.State, c.FinishedAt, c.RetryAt = record.Cancelled, time.Now(), time.Time{}
+			c.Message = nil // a waiting task's, which is never published now
 			err := p.records.Update(ctx, &c, prev.Revision)
 			if errors.Is(err, record.ErrConflict) {
 				continue
@@ -119,17 +120,14 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 // cancelled, unless they run when a parent failed) before its messages go, so that a
 // cancel cut short leaves its message to the worker that gets it, which tells them
 // then. A task whose record was written before its message (every task waits or is
-// queued so until a worker claims it) names no sequence: its held message and its
-// job subjects are purged.
+// queued so until a worker claims it) names no sequence: its job subjects are purged
+// (a waiting task's message is in its record only).
 func (p *Producer) cancelTask(ctx context.Context, c *record.Record) error {
 	if err := p.flows.Ended(ctx, c); err != nil {
 		return fmt.Errorf("job cancelled, but its dependent tasks were not all told: %w", err)
 	}
 	if c.Sequence != 0 {
 		return p.removeMessage(ctx, c.Sequence)
-	}
-	if err := p.flows.DropHeld(ctx, c.ID); err != nil {
-		return fmt.Errorf("job cancelled, but its held message could not be removed: %w", err)
 	}
 	for _, subject := range p.names.LevelJobSubjects(c.ID) {
 		err := retry.Do(ctx, func(ctx context.Context) error {

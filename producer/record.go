@@ -92,10 +92,26 @@ type Record struct {
 	// RunIfParentFailed: it runs even when a parent failed (RunIfParentFailed);
 	// else it is cancelled then.
 	RunIfParentFailed bool `json:"run_if_parent_failed,omitempty"`
+	// Message is a waiting task's job message, kept in its record until the task is
+	// released (its last parent ended) and dropped by its first claim; nil for every
+	// other job.
+	Message *TaskMessage `json:"message,omitempty"`
 	// Revision is the KV revision the record was read at: for a running job, its
 	// claim's fencing token (Job.FencingToken). 0 for a queued job that has no record
 	// yet. It is not part of the JSON document (the bucket keeps it beside the value).
 	Revision uint64 `json:"-"`
+}
+
+// TaskMessage is the job message a waiting workflow task is published with once it
+// is released.
+type TaskMessage struct {
+	// Subject is the job subject it goes onto (its priority level's).
+	Subject string `json:"subject"`
+	// Header are its headers, workq's and the enqueuer's, less the message id (the
+	// job id, set as it is published).
+	Header map[string][]string `json:"header,omitempty"`
+	// Data is its payload. Base64 in JSON.
+	Data []byte `json:"data,omitempty"`
 }
 
 // AttemptError is the error of one failed attempt.
@@ -185,6 +201,9 @@ func publicRecord(r *record.Record) *Record {
 	}
 	if w := r.Worker; w != nil {
 		out.Worker = WorkerInfo{Name: w.Name, Host: w.Host, PID: w.PID}
+	}
+	if m := r.Message; m != nil {
+		out.Message = &TaskMessage{Subject: m.Subject, Header: m.Header, Data: m.Data}
 	}
 	return out
 }

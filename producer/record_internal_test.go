@@ -13,7 +13,7 @@ import (
 // holds a value of its own that is not the zero value.
 func filled(t *testing.T) *record.Record {
 	t.Helper()
-	r := &record.Record{Worker: &record.Worker{}}
+	r := &record.Record{Worker: &record.Worker{}, Message: &record.Message{}}
 	var fill func(v reflect.Value, n int)
 	fill = func(v reflect.Value, n int) {
 		for i := range v.NumField() {
@@ -37,6 +37,8 @@ func filled(t *testing.T) *record.Record {
 				fill(f.Index(1), 300+k)
 			case f.CanFloat():
 				f.SetFloat(float64(k) / 1000)
+			case f.Type() == reflect.TypeFor[map[string][]string]():
+				f.Set(reflect.ValueOf(map[string][]string{"K" + string(rune('a'+k)): {"v", "w"}, "Z": {"z"}}))
 			case f.Kind() == reflect.Bool:
 				f.SetBool(true)
 			case f.Kind() == reflect.Pointer && f.Elem().Kind() == reflect.Struct:

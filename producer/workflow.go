@@ -9,13 +9,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jobid"
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
-	"github.com/workq/workq/internal/retry"
 	"github.com/workq/workq/internal/workflow"
 )
 
@@ -131,9 +129,8 @@ var ErrInvalidWorkflow = workflow.ErrInvalid
 const workflowParallel = 64
 
 // EnqueueWorkflow stores a workflow, all of it or nothing: it writes each task's
-// record (waiting for its parents, or queued), then the messages of the tasks that
-// wait, held outside the workers' reach, then the messages of the tasks that wait
-// for none, which start at once. An error before the last step removes what was
+// record (waiting for its parents, with its message kept in it until they end; or
+// queued), then the messages of the tasks that wait for none, which start at once. An error before the last step removes what was
 // written; an error in it cancels every task. A task starts once every task it
 // depends on has committed; a worker that commits, dead-letters or cancels a task
 // releases its dependents, with no coordinator (docs/workflows.md).
@@ -184,7 +181,8 @@ func (p *Producer) EnqueueWorkflow(ctx context.Context, wf *Workflow) (*Workflow
 	return info, nil
 }
 
-// plannedTask is a task ready to store: its record and its job message.
+// plannedTask is a task ready to store: its record, and a root's job message (a task
+// that waits keeps its message in its record).
 type plannedTask struct {
 	rec *record.Record
 	msg *nats.Msg
@@ -216,20 +214,23 @@ func (p *Producer) planWorkflow(wf *Workflow) ([]plannedTask, error) {
 			Workflow: wf.ID, Task: t.name, Parents: t.parents, Dependents: g.Dependents[t.name], RunIfFailed: t.runIfFailed,
 		}
 		if len(t.parents) > 0 {
+			// It waits: its message is kept in its record, and published when it is
+			// released, with the job id as its message id then.
 			rec.State, rec.WaitingFor = record.Waiting, slices.Clone(t.parents)
-			target := msg.Subject
-			msg.Subject = p.names.HeldSubject(j.ID)
-			msg.Header.Set(queue.HeaderHeldTarget, target)
-			msg.Header.Del(queue.HeaderID) // set when it is released: a held copy must not take the id's dedup slot
+			msg.Header.Del(queue.HeaderID)
+			rec.Message, msg = &record.Message{Subject: msg.Subject, Header: msg.Header, Data: msg.Data}, nil
+			if err := workflow.CheckRecordSize(rec, p.js.Conn().MaxPayload()); err != nil {
+				return nil, err
+			}
 		}
 		plan[i] = plannedTask{rec: rec, msg: msg}
 	}
 	return plan, nil
 }
 
-// storeWorkflow writes the planned tasks: every record, then the held messages, then
-// the roots' messages. A failure before the roots removes what was written; one
-// among the roots cancels every task.
+// storeWorkflow writes the planned tasks: every record, then the roots' messages. A
+// failure before the roots removes what was written; one among the roots cancels
+// every task.
 func (p *Producer) storeWorkflow(ctx context.Context, plan []plannedTask) error {
 	tried := make([]bool, len(plan)) // a create of the task's record was sent
 	err := p.eachTask(ctx, plan, "record", func(ctx context.Context, i int, t plannedTask) error {
@@ -240,14 +241,6 @@ func (p *Producer) storeWorkflow(ctx context.Context, plan []plannedTask) error 
 		}
 		return err
 	})
-	if err == nil {
-		err = p.eachTask(ctx, plan, "held", func(ctx context.Context, _ int, t plannedTask) error {
-			if t.rec.State != record.Waiting {
-				return nil
-			}
-			return retry.Do(ctx, func(ctx context.Context) error { _, err := p.js.PublishMsg(ctx, t.msg); return err })
-		})
-	}
 	if err != nil {
 		if rerr := p.removeWorkflow(plan, tried); rerr != nil {
 			return fmt.Errorf("%w (and removing what was written failed: %w)", err, rerr)
@@ -317,20 +310,14 @@ func (p *Producer) eachTask(ctx context.Context, plan []plannedTask, step string
 // runs when the caller's context may have ended.
 const cleanupTimeout = 30 * time.Second
 
-// removeWorkflow removes every held message, and the records this enqueue created
-// (tried: those it sent a create of; one that is there and of this enqueue is its
-// own), of a workflow whose enqueue failed before any task could start.
+// removeWorkflow removes the records this enqueue created (tried: those it sent a
+// create of; one that is there and of this enqueue is its own) of a workflow whose
+// enqueue failed before any task could start.
 func (p *Producer) removeWorkflow(plan []plannedTask, tried []bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	var errs []error
 	for i, t := range plan {
-		if t.rec.State == record.Waiting {
-			err := retry.Do(ctx, func(ctx context.Context) error {
-				return p.objects.Stream.Purge(ctx, jetstream.WithPurgeSubject(p.names.HeldSubject(t.rec.ID)))
-			})
-			errs = append(errs, err)
-		}
 		if !tried[i] {
 			continue
 		}

@@ -14,8 +14,7 @@ import (
 )
 
 // A workflow's enqueue that fails in the middle leaves nothing behind: failing among
-// the records or the held messages, no record, held message or job message of it is
-// left; failing among the roots' messages, every task is cancelled and no job
+// the records, no record or job message of it is left; failing among the roots' messages, every task is cancelled and no job
 // message is left for a worker.
 func TestEnqueueWorkflowAllOrNothing(t *testing.T) {
 	t.Parallel()
@@ -25,14 +24,14 @@ func TestEnqueueWorkflowAllOrNothing(t *testing.T) {
 		cancelled bool // the tasks are left cancelled (else removed)
 	}{
 		{step: "record", at: 700},
-		{step: "held", at: 300},
+		{step: "record", at: 300},
 		{step: "root", at: 250, cancelled: true},
 	} {
-		t.Run(c.step, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s-%d", c.step, c.at), func(t *testing.T) {
 			t.Parallel()
 			env := testenv.Start(t)
 			js := env.JetStream(t)
-			q := "wf-partial-" + c.step
+			q := fmt.Sprintf("wf-partial-%s-%d", c.step, c.at)
 			ctx := testenv.Context(t, 60*time.Second)
 			p, err := New(ctx, js, q)
 			if err != nil {
@@ -125,7 +124,7 @@ func TestEnqueueWorkflowContextEnds(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	p.workflowStep = func(step string, n int) error {
-		if step == "held" && n == 10 {
+		if step == "record" && n == 10 {
 			cancel()
 		}
 		return nil

@@ -29,9 +29,6 @@ const (
 	// HeaderWorkflow marks a workflow's task with its workflow's id: a worker
 	// processes it fenced (its record says whom it releases when it ends).
 	HeaderWorkflow = "Workq-Workflow"
-	// HeaderHeldTarget is the subject a held task's message is released onto; only
-	// the held message carries it (docs/workflows.md).
-	HeaderHeldTarget = "Workq-Held-Target"
 )
 
 // MaxEnqueueLen bounds a job's enqueue id (HeaderEnqueue), which the job record

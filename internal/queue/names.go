@@ -32,10 +32,6 @@ type Names struct {
 	// UniqueBucket (WORKQ_<queue>_UNIQUE) holds the reservations of unique keys:
 	// key = unique key, value = a Reservation. Created when first needed.
 	UniqueBucket string
-	// HeldPrefix (workq.<queue>.held.) + job id is the subject of a workflow's task
-	// while it waits for its parents: its job message, held outside the workers'
-	// filters until the last parent ends and releases it onto its job subject.
-	HeldPrefix string
 }
 
 // ConsumerName is the durable consumer that every worker of a queue pulls from.
@@ -59,7 +55,6 @@ func NamesFor(q string) (Names, error) {
 		DelayedPrefix:  "workq." + q + ".delayed.",
 		PeriodicPrefix: "workq." + q + ".periodic.",
 		UniqueBucket:   "WORKQ_" + q + "_UNIQUE",
-		HeldPrefix:     "workq." + q + ".held.",
 	}, nil
 }
 
@@ -75,10 +70,6 @@ func (n Names) DelayedSubject(id string) string { return n.DelayedPrefix + wirei
 
 // PeriodicSubject is the subject of the periodic schedule name.
 func (n Names) PeriodicSubject(name string) string { return n.PeriodicPrefix + name }
-
-// HeldSubject is the subject of workflow task id's message while it waits for its
-// parents.
-func (n Names) HeldSubject(id string) string { return n.HeldPrefix + wireid.Encode(id) }
 
 // ScheduleSubjects are the subjects of the stream's message schedules: delayed jobs
 // and periodic schedules.

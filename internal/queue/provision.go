@@ -100,7 +100,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 		o.Stream, err = ensureStream(ctx, js, jetstream.StreamConfig{
 			Name:        n.Stream,
 			Description: "workq jobs of queue " + n.Queue,
-			Subjects:    append(append(append(n.JobsFilter(), n.ScheduleSubjects()...), n.PrioritySubjects()...), n.HeldPrefix+">"),
+			Subjects:    append(append(n.JobsFilter(), n.ScheduleSubjects()...), n.PrioritySubjects()...),
 			Retention:   jetstream.WorkQueuePolicy,
 			Storage:     storage,
 			Replicas:    replicas,

@@ -22,7 +22,7 @@ var ErrNoSchedules = errors.New("queue cannot schedule jobs")
 // the config as cfg read it, once per queue.
 func allowSchedules(ctx context.Context, js jetstream.JetStream, n Names, cfg *jetstream.StreamConfig) error {
 	missing := !cfg.AllowMsgSchedules
-	for _, subj := range append(append(n.ScheduleSubjects(), n.PrioritySubjects()...), n.HeldPrefix+">") {
+	for _, subj := range append(n.ScheduleSubjects(), n.PrioritySubjects()...) {
 		if !slices.Contains(cfg.Subjects, subj) {
 			cfg.Subjects = append(cfg.Subjects, subj)
 			missing = true

@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/base64"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -144,7 +145,50 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 	if r.RunIfFailed {
 		b = append(b, `,"run_if_parent_failed":true`...)
 	}
+	if m := r.Message; m != nil {
+		b = append(b, `,"message":{"subject":`...)
+		b = appendString(b, m.Subject)
+		if len(m.Header) > 0 {
+			b = append(b, `,"header":`...)
+			b = appendHeader(b, m.Header)
+		}
+		if len(m.Data) > 0 {
+			b = append(b, `,"data":"`...)
+			b = base64.StdEncoding.AppendEncode(b, m.Data)
+			b = append(b, '"')
+		}
+		b = append(b, '}')
+	}
 	return append(b, '}'), nil
+}
+
+// appendHeader appends h as encoding/json writes a map[string][]string: keys sorted,
+// a nil list as null.
+func appendHeader(b []byte, h map[string][]string) []byte {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		b = append(b, "{,"[min(i, 1)])
+		b = appendString(b, k)
+		b = append(b, ':')
+		vs := h[k]
+		if vs == nil {
+			b = append(b, "null"...)
+			continue
+		}
+		b = append(b, '[')
+		for j, v := range vs {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, v)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }
 
 // sizeHint is about the length of the record's JSON document, a little over unless its
@@ -157,6 +201,15 @@ func (r *Record) sizeHint() int {
 	}
 	for _, f := range r.Errors {
 		n += 80 + len(f.Error)
+	}
+	if m := r.Message; m != nil {
+		n += 40 + len(m.Subject) + base64.StdEncoding.EncodedLen(len(m.Data))
+		for k, vs := range m.Header {
+			n += len(k) + 5
+			for _, v := range vs {
+				n += len(v) + 3
+			}
+		}
 	}
 	if r.Workflow != "" {
 		n += 120 + len(r.Workflow) + len(r.Task)

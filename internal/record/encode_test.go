@@ -64,6 +64,15 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 				r.Result[k] = byte(rng.IntN(256))
 			}
 		}
+		switch i % 6 {
+		case 1:
+			r.Message = &Message{Subject: pick(strs)}
+		case 2, 3:
+			r.Message = &Message{Subject: pick(strs), Header: map[string][]string{}, Data: []byte(pick(strs))}
+			for range rng.IntN(4) {
+				r.Message.Header[pick(strs)] = [][]string{nil, {}, {pick(strs)}, {pick(strs), pick(strs)}}[rng.IntN(4)]
+			}
+		}
 		want, werr := json.Marshal(r)
 		got, gerr := r.AppendJSON([]byte("prefix"))
 		if werr != nil || gerr != nil {

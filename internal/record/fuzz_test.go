@@ -42,6 +42,16 @@ func normal(r Record) Record {
 	if len(r.Result) == 0 {
 		r.Result = nil
 	}
+	if m := r.Message; m != nil {
+		c := *m
+		if len(c.Data) == 0 {
+			c.Data = nil
+		}
+		if len(c.Header) == 0 {
+			c.Header = nil
+		}
+		r.Message = &c
+	}
 	for _, tm := range []*time.Time{&r.EnqueuedAt, &r.StartedAt, &r.FinishedAt, &r.RetryAt, &r.ScheduledAt} {
 		if tm.IsZero() {
 			*tm = time.Time{}

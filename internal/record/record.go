@@ -57,6 +57,18 @@ func (r *Record) AddFailure(f Failure) {
 	r.Errors = h[max(0, len(h)-MaxErrors):]
 }
 
+// Message is the job message of a workflow's task that waits for its parents. It is
+// kept in the task's record, not in the queue, until the write that releases the
+// task; then it is published onto Subject with the job id as its message id. The
+// task's first claim drops it. Keeping it in the record makes the release one write
+// and one publish, and a task never released (cancelled, or its enqueue rolled back)
+// leaves nothing behind in the queue.
+type Message struct {
+	Subject string              `json:"subject"`
+	Header  map[string][]string `json:"header,omitempty"`
+	Data    []byte              `json:"data,omitempty"` // base64 in JSON
+}
+
 // Record is one job's state. Field names are the JSON document's keys.
 type Record struct {
 	ID          string    `json:"id"`
@@ -91,6 +103,7 @@ type Record struct {
 	WaitingFor    []string `json:"waiting_for,omitempty"`          // the parents that have not ended yet
 	FailedParents []string `json:"failed_parents,omitempty"`       // the parents that ended dead or cancelled
 	RunIfFailed   bool     `json:"run_if_parent_failed,omitempty"` // run even when a parent failed (else it is cancelled)
+	Message       *Message `json:"message,omitempty"`              // a task's job message until its first claim: published when it is released
 
 	// Revision is the KV revision this record was read at or written as; for a claim
 	// it is the job's fencing token. Not part of the document.

@@ -5,8 +5,8 @@
 //
 // A workflow is its tasks' job records: each names its workflow, its task, its
 // parents and its dependents; a task that waits says for which parents
-// (waiting_for). Its job message is held outside the workers' filters
-// (workq.<queue>.held.<id>) until the last parent ends. Whoever ends a task — the
+// (waiting_for), and keeps its job message in its record (message) until the write
+// that releases it: the queue holds nothing of a task that waits. Whoever ends a task — the
 // worker that commits or dead-letters it, a canceller, or a later delivery of the
 // task's own message, which stays in the queue until its dependents are told — tells
 // each dependent by compare-and-set on the dependent's record. Telling is idempotent

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,10 +21,9 @@ import (
 // that wait for nothing more. One per process and queue: it merges the tellings of
 // one dependent by many parents ending at once (a fan-in) into one write.
 type Releaser struct {
-	Store  record.Store
-	Stream jetstream.Stream // the queue's jobs stream
-	JS     jetstream.JetStream
-	Names  queue.Names
+	Store record.Store
+	JS    jetstream.JetStream
+	Names queue.Names
 
 	mu      sync.Mutex
 	pending map[string]*telling // by dependent's id: told, not written yet
@@ -32,19 +32,20 @@ type Releaser struct {
 
 // telling is the parents told to one dependent in one write, and its outcome.
 type telling struct {
-	told Told
-	done chan struct{}
-	rec  *record.Record // the dependent's record after the write (or as found)
-	err  error
+	told     Told
+	done     chan struct{}
+	rec      *record.Record // the dependent's record after the write (or as found)
+	err      error
+	finisher atomic.Bool // taken by the caller that finishes what the write started
 }
 
 // maxParallel bounds the dependents told at once by one Ended.
 const maxParallel = 64
 
 // Ended completes what the end of task rec (done, dead or cancelled) owes its
-// dependents: each is told, and one that waits for nothing more is released (its
-// held message goes onto its job subject) or cancelled, the cancel running on to its
-// own dependents. It is idempotent: call it again after an error, or from another
+// dependents: each is told, and one that waits for nothing more is released (the
+// message kept in its record goes onto its job subject) or cancelled, the cancel
+// running on to its own dependents. It is idempotent: call it again after an error, or from another
 // process, and it finishes what the first call left. A job that is no workflow's
 // task, or has no dependents, owes nothing.
 func (r *Releaser) Ended(ctx context.Context, rec *record.Record) error {
@@ -80,37 +81,24 @@ func (r *Releaser) tellOne(ctx context.Context, wf, task, parent string, failed 
 	switch {
 	case dep == nil:
 		return nil
-	case dep.State == record.Waiting:
-		return nil
 	case dep.State == record.Queued && dep.Attempt == 0:
-		return r.release(ctx, id)
+		// Released, by this write or an earlier one whose teller may have died
+		// before it published: publishing again is one job all the same.
+		return r.release(ctx, dep)
 	case dep.State == record.Cancelled:
-		// Cancelled for a failed parent: its held message goes once its own
-		// dependents are told, so that finding it held means "not finished yet".
-		held, err := r.heldMsg(ctx, id)
-		if err != nil || held == nil {
-			return err
-		}
-		if err := r.Ended(ctx, dep); err != nil {
-			return err
-		}
-		return r.DropHeld(ctx, id)
+		// Cancelled, for a failed parent or by an operator: its own dependents are
+		// told (again: telling is idempotent), as its teller may have died first.
+		return r.Ended(ctx, dep)
 	}
-	// Claimed already: its job message was published. A held copy still there is
-	// one whose removal the release did not finish (its worker died, or the delete
-	// timed out in a leader election); telling again, after the parent's message
-	// came back, removes it.
-	held, err := r.heldMsg(ctx, id)
-	if err != nil || held == nil {
-		return err
-	}
-	return r.dropHeldUpTo(ctx, id, held.Sequence)
+	return nil // waiting still, or claimed: its message was published
 }
 
 // tell adds parent to what dependent id is told next and waits for the write that
 // carries it. The first caller for a dependent writes, and goes on writing what
 // others told meanwhile, so that concurrent tellings of one dependent share writes.
-// It returns the dependent's record after the write, nil if it has none.
+// It returns the dependent's record after the write, nil if it has none — or if
+// another caller sharing the write finishes what it started (one publish of a
+// released task, one cascade of a cancelled one, per write).
 func (r *Releaser) tell(ctx context.Context, id, parent string, failed bool) (*record.Record, error) {
 	r.mu.Lock()
 	if r.pending == nil {
@@ -130,14 +118,22 @@ func (r *Releaser) tell(ctx context.Context, id, parent string, failed bool) (*r
 	}
 	select {
 	case <-t.done:
+		if t.err == nil && !t.finisher.CompareAndSwap(false, true) {
+			return nil, nil
+		}
 		return t.rec, t.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-// writeAll writes dependent id's pending tellings until none is left.
+// writeAll writes dependent id's pending tellings until none is left. Each write
+// starts from the record the one before wrote, when there is one: a fan-in's
+// tellings come one after another, and its record (which names every parent) is
+// the largest a workflow has, so reading it again for each costs more than the
+// write. The compare-and-set checks that nobody wrote it meanwhile.
 func (r *Releaser) writeAll(ctx context.Context, id string) {
+	var last *record.Record
 	for {
 		r.mu.Lock()
 		t := r.pending[id]
@@ -148,28 +144,42 @@ func (r *Releaser) writeAll(ctx context.Context, id string) {
 			return
 		}
 		r.mu.Unlock()
-		t.rec, t.err = r.write(ctx, id, t.told)
+		t.rec, t.err = r.write(ctx, id, t.told, last)
+		last = nil
+		if t.err == nil && t.rec != nil && t.rec.State == record.Waiting {
+			last = t.rec
+		}
 		close(t.done)
 	}
 }
 
 // write tells dependent id about told by compare-and-set on its record (Tell),
 // reading again after a conflict: another parent's telling, or this one's own try
-// whose reply was lost — telling again then changes nothing.
-func (r *Releaser) write(ctx context.Context, id string, told Told) (*record.Record, error) {
+// whose reply was lost — telling again then changes nothing. It starts from last,
+// the record this releaser last wrote, if given; when last says there is nothing
+// to write, the record is read (nobody else may have written it since).
+func (r *Releaser) write(ctx context.Context, id string, told Told, last *record.Record) (*record.Record, error) {
 	for range 64 {
-		cur, err := r.Store.Get(ctx, id)
-		if errors.Is(err, record.ErrNotFound) {
-			return nil, nil // removed (an operator, or a rolled back enqueue): nothing waits
-		}
-		if err != nil {
-			return nil, err
+		cur, cached := last, last != nil
+		last = nil
+		if !cached {
+			var err error
+			cur, err = r.Store.Get(ctx, id)
+			if errors.Is(err, record.ErrNotFound) {
+				return nil, nil // removed (an operator, or a rolled back enqueue): nothing waits
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 		next, changed := Tell(cur, told, time.Now())
 		if !changed {
+			if cached {
+				continue // read it: what this releaser wrote may be stale
+			}
 			return cur, nil
 		}
-		err = retry.Do(ctx, func(ctx context.Context) error { return r.Store.Update(ctx, &next, cur.Revision) })
+		err := retry.Do(ctx, func(ctx context.Context) error { return r.Store.Update(ctx, &next, cur.Revision) })
 		if errors.Is(err, record.ErrConflict) {
 			continue
 		}
@@ -181,41 +191,30 @@ func (r *Releaser) write(ctx context.Context, id string, told Told) (*record.Rec
 	return nil, fmt.Errorf("job %s: its record kept changing", id)
 }
 
-// release puts released task id's held message onto its job subject, then drops the
-// held copy. A task whose held message is gone was put there before (this is a
-// repeat); one put there twice is one job all the same: the copies carry the same
-// id (deduplicated within the window) and the same enqueue, whose record lets one
-// run.
-func (r *Releaser) release(ctx context.Context, id string) error {
-	held, err := r.heldMsg(ctx, id)
-	if err != nil || held == nil {
-		return err
+// release publishes the message kept in released task dep's record onto its job
+// subject, with the job id as its message id. Publishing it twice is one job all the
+// same: the copies carry the same id (deduplicated within the window) and the same
+// enqueue, whose record lets one run. A record with no message (a root's, or one
+// written by another client) has nothing to publish.
+func (r *Releaser) release(ctx context.Context, dep *record.Record) error {
+	m := dep.Message
+	if m == nil {
+		return nil
 	}
-	target := held.Header.Get(queue.HeaderHeldTarget)
-	if !validTarget(r.Names, id, target) {
-		return fmt.Errorf("job %s: its held message names %q as its subject, not one of the job's", id, target)
+	if !validTarget(r.Names, dep.ID, m.Subject) {
+		return fmt.Errorf("job %s: its record names %q as its message's subject, not one of the job's", dep.ID, m.Subject)
 	}
-	h := make(nats.Header, len(held.Header))
-	for k, v := range held.Header {
+	h := make(nats.Header, len(m.Header)+1)
+	for k, v := range m.Header {
 		h[k] = v
 	}
-	h.Del(queue.HeaderHeldTarget)
-	h.Set(queue.HeaderID, wireid.Encode(id))
-	msg := &nats.Msg{Subject: target, Header: h, Data: held.Data}
-	err = retry.Do(ctx, func(ctx context.Context) error { _, err := r.JS.PublishMsg(ctx, msg); return err })
+	h.Set(queue.HeaderID, wireid.Encode(dep.ID))
+	msg := &nats.Msg{Subject: m.Subject, Header: h, Data: m.Data}
+	err := retry.Do(ctx, func(ctx context.Context) error { _, err := r.JS.PublishMsg(ctx, msg); return err })
 	if err != nil {
-		return fmt.Errorf("job %s: releasing its message: %w", id, err)
+		return fmt.Errorf("job %s: releasing its message: %w", dep.ID, err)
 	}
-	return r.dropHeldUpTo(ctx, id, held.Sequence)
-}
-
-// dropHeldUpTo removes task id's held messages up to sequence seq: the one released,
-// and any older copy (a run that added the task and died before its commit left one,
-// and the committing run published another).
-func (r *Releaser) dropHeldUpTo(ctx context.Context, id string, seq uint64) error {
-	return retry.Do(ctx, func(ctx context.Context) error {
-		return r.Stream.Purge(ctx, jetstream.WithPurgeSubject(r.Names.HeldSubject(id)), jetstream.WithPurgeSequence(seq+1))
-	})
+	return nil
 }
 
 // validTarget reports whether subject is one of job id's job subjects.
@@ -226,25 +225,4 @@ func validTarget(n queue.Names, id, subject string) bool {
 		}
 	}
 	return false
-}
-
-// heldMsg reads task id's held message; nil if there is none.
-func (r *Releaser) heldMsg(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
-	var m *jetstream.RawStreamMsg
-	err := retry.Do(ctx, func(ctx context.Context) (err error) {
-		m, err = r.Stream.GetLastMsgForSubject(ctx, r.Names.HeldSubject(id))
-		return err
-	})
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
-	return m, err
-}
-
-// DropHeld removes task id's held message, if any: the task was cancelled before it
-// was released.
-func (r *Releaser) DropHeld(ctx context.Context, id string) error {
-	return retry.Do(ctx, func(ctx context.Context) error {
-		return r.Stream.Purge(ctx, jetstream.WithPurgeSubject(r.Names.HeldSubject(id)))
-	})
 }

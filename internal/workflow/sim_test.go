@@ -18,10 +18,9 @@ import (
 // reply lost (the teller reads again and tells again), several parents tell one
 // dependent at once, parents die or are cancelled, and dependents run if a parent
 // failed or are cancelled with it. The releaser's steps are modelled as
-// releaser.go takes them: read, Tell, compare-and-set; after the write that
-// releases, the held message is published, then dropped (a teller may die in
-// between: a later telling of the claimed task drops it); after the write that
-// cancels, the dependent's own dependents are told, then its held message dropped.
+// releaser.go takes them: read, Tell, compare-and-set, then finish what a write
+// started, in a step of its own (a teller may die in between): publish the message
+// kept in a released task's record, or tell a cancelled task's own dependents.
 //
 // Every history is checked: a task is released (or cancelled for a failed parent) by
 // one write only; it is released only once every parent has ended, and runs only
@@ -44,7 +43,6 @@ func TestReleaseSimulation(t *testing.T) {
 // simTask is the model's view of one task beyond its record: what happened to it.
 type simTask struct {
 	name     string
-	held     bool // its held message is in the stream
 	queued   bool // its message is on its job subject
 	ended    bool // it ended (done, dead or cancelled): its record says so
 	released int  // writes that took it out of waiting
@@ -58,6 +56,7 @@ type teller struct {
 	failed  bool
 	next    int // the dependent it is at
 	read    *record.Record
+	finish  bool    // it has written (or found written) what it tells dep: what the write started is next
 	owner   *teller // for a cascade: the teller that cancelled its task, in whose process it runs
 	crashes bool    // its task's message stays, so a crash is followed by a new teller (redelivery)
 }
@@ -104,7 +103,7 @@ func newReleaseSim(seed uint64) *releaseSim {
 			Dependents: g.Dependents[nd.Name], RunIfFailed: s.rng.IntN(3) == 0}
 		st := &simTask{name: nd.Name, queued: len(nd.Parents) == 0}
 		if len(nd.Parents) > 0 {
-			r.State, r.WaitingFor, st.held = record.Waiting, slices.Clone(nd.Parents), true
+			r.State, r.WaitingFor = record.Waiting, slices.Clone(nd.Parents)
 		}
 		s.put(r)
 		s.tasks[nd.Name] = st
@@ -192,21 +191,35 @@ func (s *releaseSim) stepTeller(i int) error {
 		if slices.ContainsFunc(s.tellers, func(o *teller) bool { return o.owner == tl }) {
 			return nil // waits for its cascades
 		}
-		s.tellers = slices.Delete(s.tellers, i, i+1) // told them all: acked, or the cascade's held message dropped
-		if tl.owner != nil {
-			s.tasks[tl.parent].held = false
-		}
+		s.tellers = slices.Delete(s.tellers, i, i+1) // told them all: acked, or the cascade is over
 		return nil
 	}
 	dep := deps[tl.next]
+	if tl.finish {
+		// Finish what the write (this teller's, or an earlier one's) started, from
+		// the record as it is now.
+		cur, dt := s.recs[dep], s.tasks[dep]
+		switch {
+		case cur.State == record.Queued && cur.Attempt == 0 && !dt.ended:
+			dt.queued = true // its message is published (again, maybe: one job all the same)
+		case cur.State == record.Cancelled:
+			// Cancelled (for a failed parent, by this write or an earlier teller's that
+			// died before it finished): its dependents are told, in this teller's
+			// process.
+			dt.ended = true
+			s.tellers = append(s.tellers, &teller{parent: dep, failed: true, owner: tl})
+		}
+		tl.read, tl.finish = nil, false
+		tl.next++
+		return nil
+	}
 	if tl.read == nil {
 		tl.read = s.recs[dep]
 		return nil
 	}
 	next, changed := Tell(tl.read, Told{tl.parent: tl.failed}, s.now)
-	cur := s.recs[dep]
 	if changed {
-		if cur.Revision != tl.read.Revision {
+		if s.recs[dep].Revision != tl.read.Revision {
 			tl.read = nil // conflict: read again
 			return nil
 		}
@@ -226,33 +239,8 @@ func (s *releaseSim) stepTeller(i int) error {
 			tl.read = nil // the reply was lost: read again and tell again
 			return nil
 		}
-		cur = s.recs[dep]
 	}
-	// Finish what the write (this teller's, or an earlier one's) started.
-	dt := s.tasks[dep]
-	switch {
-	case cur.State == record.Queued && cur.Attempt == 0 && !dt.ended && dt.runs == 0 && dt.held:
-		dt.queued = true // its job message is published ...
-		if tl.crashes && s.rng.IntN(4) == 0 {
-			// ... and the teller dies before it removes the held copy.
-			s.tellers = slices.DeleteFunc(s.tellers, func(o *teller) bool { return o.ownedBy(tl) })
-			s.tellers = append(s.tellers, &teller{parent: tl.parent, failed: tl.failed, crashes: true})
-			return nil
-		}
-		dt.held = false
-	case cur.State != record.Waiting && cur.State != record.Cancelled && dt.held:
-		// Claimed already (it ran, or runs): a held copy left by a release that did
-		// not finish is removed.
-		dt.held = false
-	case cur.State == record.Cancelled && dt.held:
-		// Cancelled for a failed parent (by this write or an earlier teller's that
-		// died before it finished): its dependents are told, in this teller's process,
-		// then its held message goes.
-		dt.ended = true
-		s.tellers = append(s.tellers, &teller{parent: dep, failed: true, owner: tl})
-	}
-	tl.read = nil
-	tl.next++
+	tl.finish = true
 	return nil
 }
 
@@ -264,8 +252,6 @@ func (s *releaseSim) check() error {
 		switch {
 		case !r.State.Terminal():
 			return fmt.Errorf("task %s left %s (waiting for %v)", name, r.State, r.WaitingFor)
-		case t.held:
-			return fmt.Errorf("task %s ended with its held message left", name)
 		case t.runs > 1:
 			return fmt.Errorf("task %s ran %d times", name, t.runs)
 		case r.State == record.Cancelled && t.runs == 0 && len(r.FailedParents) == 0 && len(r.Parents) > 0:

@@ -40,7 +40,7 @@ func Tell(task *record.Record, told Told, now time.Time) (next record.Record, ch
 	}
 	next.WaitingFor = nil
 	if len(next.FailedParents) > 0 && !next.RunIfFailed {
-		next.State, next.FinishedAt = record.Cancelled, now
+		next.State, next.FinishedAt, next.Message = record.Cancelled, now, nil
 		next.LastError = "cancelled: its parent task " + strings.Join(next.FailedParents, ", ") + " did not succeed"
 		if len(next.FailedParents) > 1 {
 			next.LastError = "cancelled: its parent tasks " + strings.Join(next.FailedParents, ", ") + " did not succeed"
