@@ -26,13 +26,19 @@ type Releaser struct {
 	Names queue.Names
 
 	mu      sync.Mutex
-	pending map[string]*telling // by dependent's id: told, not written yet
-	writing map[string]bool     // by dependent's id: a caller is writing its tellings
+	pending map[string]*telling       // by dependent's id: told, not written yet
+	writing map[string]bool           // by dependent's id: a caller is writing its tellings
+	wrote   map[string]*record.Record // by dependent's id: what the last write left waiting (at most maxWrote)
 }
+
+// maxWrote bounds the records Releaser keeps of its last writes: the fan-ins under
+// way in this process.
+const maxWrote = 64
 
 // telling is the parents told to one dependent in one write, and its outcome.
 type telling struct {
 	told     Told
+	read     *record.Record // the dependent's record as a teller read it ahead, if one did
 	done     chan struct{}
 	rec      *record.Record // the dependent's record after the write (or as found)
 	err      error
@@ -41,6 +47,11 @@ type telling struct {
 
 // maxParallel bounds the dependents told at once by one Ended.
 const maxParallel = 64
+
+// readAtOnce is the fewest dependents whose records Ended reads in one request
+// (Store.GetMany) before it tells them, rather than one read each: a fan-out's root
+// tells thousands.
+const readAtOnce = 8
 
 // Ended completes what the end of task rec (done, dead or cancelled) owes its
 // dependents: each is told, and one that waits for nothing more is released (the
@@ -56,6 +67,14 @@ func (r *Releaser) Ended(ctx context.Context, rec *record.Record) error {
 		return fmt.Errorf("workflow %s: task %s has not ended (%s)", rec.Workflow, rec.Task, rec.State)
 	}
 	failed := rec.State != record.Done
+	var read map[string]*record.Record // the dependents' records, read at once: a fan-out's
+	if len(rec.Dependents) >= readAtOnce {
+		ids := make([]string, len(rec.Dependents))
+		for i, d := range rec.Dependents {
+			ids[i] = TaskID(rec.Workflow, d)
+		}
+		read = r.Store.GetMany(ctx, ids)
+	}
 	errs := make([]error, len(rec.Dependents))
 	sem := make(chan struct{}, maxParallel)
 	var wg sync.WaitGroup
@@ -63,7 +82,7 @@ func (r *Releaser) Ended(ctx context.Context, rec *record.Record) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			errs[i] = r.tellOne(ctx, rec.Workflow, d, rec.Task, failed)
+			errs[i] = r.tellOne(ctx, rec.Workflow, d, rec.Task, failed, read[TaskID(rec.Workflow, d)])
 		})
 	}
 	wg.Wait()
@@ -71,10 +90,10 @@ func (r *Releaser) Ended(ctx context.Context, rec *record.Record) error {
 }
 
 // tellOne tells dependent task of workflow wf that parent ended, then finishes its
-// release or its cancel.
-func (r *Releaser) tellOne(ctx context.Context, wf, task, parent string, failed bool) error {
+// release or its cancel. read is its record as read ahead, or nil.
+func (r *Releaser) tellOne(ctx context.Context, wf, task, parent string, failed bool, read *record.Record) error {
 	id := TaskID(wf, task)
-	dep, err := r.tell(ctx, id, parent, failed)
+	dep, err := r.tell(ctx, id, parent, failed, read)
 	if err != nil {
 		return fmt.Errorf("workflow %s: telling task %s that %s ended: %w", wf, task, parent, err)
 	}
@@ -99,7 +118,7 @@ func (r *Releaser) tellOne(ctx context.Context, wf, task, parent string, failed 
 // It returns the dependent's record after the write, nil if it has none — or if
 // another caller sharing the write finishes what it started (one publish of a
 // released task, one cascade of a cancelled one, per write).
-func (r *Releaser) tell(ctx context.Context, id, parent string, failed bool) (*record.Record, error) {
+func (r *Releaser) tell(ctx context.Context, id, parent string, failed bool, read *record.Record) (*record.Record, error) {
 	r.mu.Lock()
 	if r.pending == nil {
 		r.pending, r.writing = map[string]*telling{}, map[string]bool{}
@@ -110,6 +129,9 @@ func (r *Releaser) tell(ctx context.Context, id, parent string, failed bool) (*r
 		r.pending[id] = t
 	}
 	t.told[parent] = failed
+	if t.read == nil {
+		t.read = read
+	}
 	writer := !r.writing[id]
 	r.writing[id] = true
 	r.mu.Unlock()
@@ -128,12 +150,12 @@ func (r *Releaser) tell(ctx context.Context, id, parent string, failed bool) (*r
 }
 
 // writeAll writes dependent id's pending tellings until none is left. Each write
-// starts from the record the one before wrote, when there is one: a fan-in's
-// tellings come one after another, and its record (which names every parent) is
-// the largest a workflow has, so reading it again for each costs more than the
-// write. The compare-and-set checks that nobody wrote it meanwhile.
+// starts from the record this releaser's last write of id left waiting, when it
+// keeps one (a fan-in's tellings come one after another, and its record, which
+// names every parent, is the largest a workflow has: reading it again for each
+// cost more than the write), or from the record a teller read ahead. The
+// compare-and-set checks that nobody wrote it meanwhile.
 func (r *Releaser) writeAll(ctx context.Context, id string) {
-	var last *record.Record
 	for {
 		r.mu.Lock()
 		t := r.pending[id]
@@ -143,11 +165,26 @@ func (r *Releaser) writeAll(ctx context.Context, id string) {
 			r.mu.Unlock()
 			return
 		}
+		last := r.wrote[id]
+		delete(r.wrote, id)
 		r.mu.Unlock()
+		if last == nil {
+			last = t.read
+		}
 		t.rec, t.err = r.write(ctx, id, t.told, last)
-		last = nil
 		if t.err == nil && t.rec != nil && t.rec.State == record.Waiting {
-			last = t.rec
+			r.mu.Lock()
+			if r.wrote == nil {
+				r.wrote = map[string]*record.Record{}
+			}
+			for k := range r.wrote {
+				if len(r.wrote) < maxWrote {
+					break
+				}
+				delete(r.wrote, k)
+			}
+			r.wrote[id] = t.rec
+			r.mu.Unlock()
 		}
 		close(t.done)
 	}
