@@ -390,18 +390,30 @@ func TestWorkflowInvalid(t *testing.T) {
 	t.Parallel()
 	p, _ := flowQueue(t, "wf-invalid", nil)
 	ctx := testenv.Context(t, 30*time.Second)
+	// A waiting task keeps its message in its record (base64): a payload a plain job
+	// may have does not fit there. A root with more dependents than its record holds.
+	big := producer.Job{Payload: make([]byte, 900<<10)}
+	if _, err := p.Enqueue(ctx, big.Payload); err != nil {
+		t.Fatalf("the payload as a plain job: %v", err)
+	}
+	wide := producer.NewWorkflow("w").Task("a", producer.Job{})
+	for i := range 20000 {
+		wide.Task(fmt.Sprintf("%060d", i), producer.Job{}, producer.DependsOn("a"))
+	}
 	for name, wf := range map[string]*producer.Workflow{
-		"empty":         producer.NewWorkflow("w"),
-		"cycle":         producer.NewWorkflow("w").Task("a", producer.Job{}, producer.DependsOn("c")).Task("b", producer.Job{}, producer.DependsOn("a")).Task("c", producer.Job{}, producer.DependsOn("b")),
-		"self":          producer.NewWorkflow("w").Task("a", producer.Job{}, producer.DependsOn("a")),
-		"unknown":       producer.NewWorkflow("w").Task("a", producer.Job{}, producer.DependsOn("nope")),
-		"duplicate":     producer.NewWorkflow("w").Task("a", producer.Job{}).Task("a", producer.Job{}),
-		"parent twice":  producer.NewWorkflow("w").Task("a", producer.Job{}).Task("b", producer.Job{}, producer.DependsOn("a", "a")),
-		"bad task name": producer.NewWorkflow("w").Task("a.b", producer.Job{}),
-		"bad id":        producer.NewWorkflow("w.x").Task("a", producer.Job{}),
-		"job id":        producer.NewWorkflow("w").Task("a", producer.Job{ID: "mine"}),
-		"delayed":       producer.NewWorkflow("w").Task("a", producer.Job{At: time.Now().Add(time.Hour)}),
-		"unique":        producer.NewWorkflow("w").Task("a", producer.Job{Unique: "k"}),
+		"large waiting task":  producer.NewWorkflow("w").Task("a", producer.Job{}).Task("b", big, producer.DependsOn("a")),
+		"too many dependents": wide,
+		"empty":               producer.NewWorkflow("w"),
+		"cycle":               producer.NewWorkflow("w").Task("a", producer.Job{}, producer.DependsOn("c")).Task("b", producer.Job{}, producer.DependsOn("a")).Task("c", producer.Job{}, producer.DependsOn("b")),
+		"self":                producer.NewWorkflow("w").Task("a", producer.Job{}, producer.DependsOn("a")),
+		"unknown":             producer.NewWorkflow("w").Task("a", producer.Job{}, producer.DependsOn("nope")),
+		"duplicate":           producer.NewWorkflow("w").Task("a", producer.Job{}).Task("a", producer.Job{}),
+		"parent twice":        producer.NewWorkflow("w").Task("a", producer.Job{}).Task("b", producer.Job{}, producer.DependsOn("a", "a")),
+		"bad task name":       producer.NewWorkflow("w").Task("a.b", producer.Job{}),
+		"bad id":              producer.NewWorkflow("w.x").Task("a", producer.Job{}),
+		"job id":              producer.NewWorkflow("w").Task("a", producer.Job{ID: "mine"}),
+		"delayed":             producer.NewWorkflow("w").Task("a", producer.Job{At: time.Now().Add(time.Hour)}),
+		"unique":              producer.NewWorkflow("w").Task("a", producer.Job{Unique: "k"}),
 	} {
 		if _, err := p.EnqueueWorkflow(ctx, wf); !errors.Is(err, producer.ErrInvalidWorkflow) {
 			t.Errorf("%s: %v, want ErrInvalidWorkflow", name, err)
@@ -532,13 +544,17 @@ func TestWorkflowTaskAddsTasks(t *testing.T) {
 }
 
 // A task may add only tasks whose names are new in the workflow: one that exists
-// fails the commit for good.
+// fails the commit for good. A task whose record cannot hold its message is refused
+// at once.
 func TestWorkflowAddedTaskNameExists(t *testing.T) {
 	t.Parallel()
 	h := consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		if j.Task() == "b" {
 			if err := j.AddTasks(consumer.NewTask{Name: "b"}); !errors.Is(err, consumer.ErrAddTasks) {
 				return fmt.Errorf("adding itself: %v", err)
+			}
+			if err := j.AddTasks(consumer.NewTask{Name: "huge", Payload: make([]byte, 900<<10)}); !errors.Is(err, consumer.ErrAddTasks) {
+				return fmt.Errorf("adding a task too large for its record: %v", err)
 			}
 			return j.AddTasks(consumer.NewTask{Name: "other"})
 		}

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/jobid"
+	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
@@ -125,9 +126,6 @@ var ErrWorkflowExists = errors.New("workflow exists")
 // task that is delayed or unique. The error says which.
 var ErrInvalidWorkflow = workflow.ErrInvalid
 
-// workflowParallel bounds the writes EnqueueWorkflow has in flight.
-const workflowParallel = 64
-
 // EnqueueWorkflow stores a workflow, all of it or nothing: it writes each task's
 // record (waiting for its parents, with its message kept in it until they end; or
 // queued), then the messages of the tasks that wait for none, which start at once. An error before the last step removes what was
@@ -184,6 +182,7 @@ func (p *Producer) EnqueueWorkflow(ctx context.Context, wf *Workflow) (*Workflow
 // plannedTask is a task ready to store: its record, and a root's job message (a task
 // that waits keeps its message in its record).
 type plannedTask struct {
+	i   int // its place in the plan
 	rec *record.Record
 	msg *nats.Msg
 }
@@ -219,39 +218,42 @@ func (p *Producer) planWorkflow(wf *Workflow) ([]plannedTask, error) {
 			rec.State, rec.WaitingFor = record.Waiting, slices.Clone(t.parents)
 			msg.Header.Del(queue.HeaderID)
 			rec.Message, msg = &record.Message{Subject: msg.Subject, Header: msg.Header, Data: msg.Data}, nil
-			if err := workflow.CheckRecordSize(rec, p.js.Conn().MaxPayload()); err != nil {
-				return nil, err
-			}
+		}
+		if err := workflow.CheckRecordSize(rec, p.js.Conn().MaxPayload()); err != nil {
+			return nil, err
 		}
 		plan[i] = plannedTask{rec: rec, msg: msg}
 	}
 	return plan, nil
 }
 
-// storeWorkflow writes the planned tasks: every record, then the roots' messages. A
-// failure before the roots removes what was written; one among the roots cancels
-// every task.
+// storeWorkflow writes the planned tasks: every record, then the roots' messages,
+// pipelined. A failure before the roots removes what was written; one among the
+// roots cancels every task.
 func (p *Producer) storeWorkflow(ctx context.Context, plan []plannedTask) error {
 	tried := make([]bool, len(plan)) // a create of the task's record was sent
-	err := p.eachTask(ctx, plan, "record", func(ctx context.Context, i int, t plannedTask) error {
-		tried[i] = true
-		err := p.records.Create(ctx, t.rec)
-		if errors.Is(err, record.ErrConflict) {
-			return fmt.Errorf("%w: job %s exists", ErrWorkflowExists, t.rec.ID)
-		}
-		return err
-	})
+	for i := range plan {
+		plan[i].i = i
+	}
+	err := p.sendEach(ctx, plan, "record", func(t plannedTask) (*nats.Msg, error) {
+		tried[t.i] = true
+		return p.records.WriteMsg(t.rec, 0)
+	}, p.settleRecord)
 	if err != nil {
 		if rerr := p.removeWorkflow(plan, tried); rerr != nil {
 			return fmt.Errorf("%w (and removing what was written failed: %w)", err, rerr)
 		}
 		return err
 	}
-	err = p.eachTask(ctx, plan, "root", func(ctx context.Context, _ int, t plannedTask) error {
+	err = p.sendEach(ctx, plan, "root", func(t plannedTask) (*nats.Msg, error) {
 		if t.rec.State != record.Queued {
-			return nil
+			return nil, nil
 		}
-		_, err := p.publish(ctx, t.msg)
+		return t.msg, nil
+	}, func(ctx context.Context, _ plannedTask, msg *nats.Msg, _ *jetstream.PubAck, err error) error {
+		if err != nil && lostOrRefused(err) {
+			_, err = p.publish(ctx, msg) // the job id makes sending it again safe
+		}
 		return err
 	})
 	if err != nil {
@@ -263,47 +265,36 @@ func (p *Producer) storeWorkflow(ctx context.Context, plan []plannedTask) error 
 	return nil
 }
 
-// eachTask runs write for every task, up to workflowParallel at once, and returns
-// the first error. After an error no more writes start, and those under way are
-// waited for (not cut short), so that what was written is known when it returns —
-// unless ctx ended, which ends them all.
-func (p *Producer) eachTask(ctx context.Context, plan []plannedTask, step string, write func(ctx context.Context, i int, t plannedTask) error) error {
-	sem := make(chan struct{}, workflowParallel)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	failed := func() bool { mu.Lock(); defer mu.Unlock(); return first != nil }
-	for i, t := range plan {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil || failed() {
-			break
-		}
-		var err error
-		if p.workflowStep != nil {
-			err = p.workflowStep(step, i)
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err == nil {
-				err = write(ctx, i, t)
-			}
-			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = fmt.Errorf("task %s: %w", t.rec.Task, err)
-				}
-				mu.Unlock()
-			}
-		})
+// settleRecord settles the pipelined create of task t's record. A create refused
+// because the key has history is made again over a delete or expiry marker there
+// (Store.Create), unless the record there is this enqueue's own (a create whose
+// acknowledgement was lost landed): a record of another is ErrWorkflowExists. One
+// that failed otherwise is sent again.
+func (p *Producer) settleRecord(ctx context.Context, t plannedTask, _ *nats.Msg, _ *jetstream.PubAck, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case jserr.IsConflict(err):
+	case lostOrRefused(err):
+	default:
+		return err
 	}
-	wg.Wait()
-	if first == nil && ctx.Err() != nil {
-		return ctx.Err()
+	for range 3 {
+		cur, gerr := p.records.Get(ctx, t.rec.ID)
+		switch {
+		case gerr == nil && cur.Enqueue == t.rec.Enqueue:
+			return nil
+		case gerr == nil || errors.Is(gerr, record.ErrCorrupt):
+			return fmt.Errorf("%w: job %s exists", ErrWorkflowExists, t.rec.ID)
+		case !errors.Is(gerr, record.ErrNotFound):
+			return gerr
+		}
+		if err = p.records.Create(ctx, t.rec); !errors.Is(err, record.ErrConflict) {
+			return err
+		}
+		// Written meanwhile (by a resend of ours still under way, or another): read it.
 	}
-	return first
+	return fmt.Errorf("%w: job %s exists", ErrWorkflowExists, t.rec.ID)
 }
 
 // cleanupTimeout bounds the removal or cancel of a workflow whose enqueue failed: it

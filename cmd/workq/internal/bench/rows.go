@@ -117,7 +117,9 @@ func fanOutRows(f FanOut) []Row {
 	rate.Notes = []string{"raw column: as many jobs without dependencies, enqueued with EnqueueBatch to a worker of the same settings; both timed from the enqueue's start to the last commit"}
 	enqueue := Row{Scenario: f.Scenario, Metric: "enqueue ms", Workq: ms(f.WorkflowEnqueue), Raw: ms(f.PlainEnqueue), Ratio: ratio(f.WorkflowEnqueue, f.PlainEnqueue),
 		Notes: []string{f.Phases.String()}}
-	return []Row{rate, enqueue}
+	alone := Row{Scenario: f.Scenario, Metric: "independent jobs/s", Workq: f.Independent, Raw: f.Raw, Ratio: Pair{Workq: f.Independent, Raw: f.Raw}.Ratio(),
+		Notes: []string{"independent: a workflow of as many tasks with no dependencies against the plain jobs, what a task's record costs before any release"}}
+	return []Row{rate, enqueue, alone}
 }
 
 // releaseRows are the workflow release rows: a dependent's start after its parent's

@@ -28,6 +28,10 @@ type FanOut struct {
 	// WorkflowEnqueue and PlainEnqueue are how long EnqueueWorkflow and EnqueueBatch
 	// took.
 	WorkflowEnqueue, PlainEnqueue time.Duration
+	// Independent is the tasks per second of a workflow of as many tasks with no
+	// dependencies, timed the same way: what a task costs beyond a plain job (its
+	// record, written at the enqueue and read by its claim) before any release.
+	Independent float64
 	// Phases are when the workflow's tasks got where, from the enqueue's start, as
 	// their records say.
 	Phases FanOutPhases
@@ -60,7 +64,8 @@ const (
 // WorkflowFanOut times a workflow of n tasks (at least 3) — a root, n-2 tasks that
 // depend on it, one last task that depends on all of those — from the start of its
 // EnqueueWorkflow until its last task has committed, against n jobs without
-// dependencies enqueued with EnqueueBatch until the last of them has committed. Each
+// dependencies enqueued with EnqueueBatch until the last of them has committed, and
+// against a workflow of n tasks with no dependencies (FanOut.Independent). Each
 // side has a queue of its own and a worker with every scenario's settings at the
 // given concurrency and an empty handler, running (and warmed by one job) before the
 // enqueue starts. The end is the worker's own count of commits reaching the jobs
@@ -95,6 +100,27 @@ func WorkflowFanOut(ctx context.Context, env Env, n, concurrency int) (FanOut, e
 	res.Raw, res.PlainEnqueue = rate(n, t.took), t.enqueue
 	if err := plain.close(); err != nil {
 		return res, fmt.Errorf("plain jobs: %w", err)
+	}
+
+	alone, err := newCommitTimer(ctx, env, "bench-wfi", opts)
+	if err != nil {
+		return res, fmt.Errorf("independent tasks: %w", err)
+	}
+	defer alone.close()
+	t, err = alone.time(ctx, n, func(ctx context.Context, p *producer.Producer) error {
+		wf := producer.NewWorkflow("alone")
+		for i := range n {
+			wf.Task(strconv.Itoa(i), producer.Job{Payload: payload})
+		}
+		_, err := p.EnqueueWorkflow(ctx, wf)
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("independent tasks: %w", err)
+	}
+	res.Independent = rate(n, t.took)
+	if err := alone.close(); err != nil {
+		return res, fmt.Errorf("independent tasks: %w", err)
 	}
 
 	flow, err := newCommitTimer(ctx, env, "bench-wf", opts)
