@@ -59,7 +59,7 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 	d := protocol.Delivery{Enqueue: j.enqueue, MaxAttempts: j.maxAttempts}
 	var rec *record.Record // nil: none (on the first round: none known)
 	for round := range maxClaimRounds {
-		if round > 0 || j.inWorkflow {
+		if round > 0 || j.recorded {
 			r, err := w.records.Get(ctx, j.id)
 			switch {
 			case errors.Is(err, record.ErrNotFound):

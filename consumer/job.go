@@ -31,7 +31,7 @@ type Job struct {
 	progress    *progressReport // the last progress reported and not written yet; guarded by mu
 	progressAt  time.Time       // when Progress last wrote the record itself; guarded by mu
 	fenced      bool
-	inWorkflow  bool          // a workflow's task (Workq-Workflow): its record exists before its first claim
+	recorded    bool          // a workflow's task or a sequence's job (Workq-Workflow, Workq-Sequence): its record exists before its first claim
 	enqueue     string        // the enqueue the message belongs to (Workq-Enqueue; "" for a client that sets none)
 	run         string        // fenced: this delivery's run id, named by its claim
 	token       uint64        // fenced: the revision of this run's claim, its fencing token; 0 before it is written
@@ -57,8 +57,8 @@ func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 	msg := l.msg
 	h := msg.Headers()
 	j := &Job{w: w, msg: msg, lease: l, md: md, kind: h.Get(queue.HeaderKind), enqueue: h.Get(queue.HeaderEnqueue),
-		maxAttempts: w.cfg.maxAttempts, inWorkflow: h.Get(queue.HeaderWorkflow) != ""}
-	j.fenced = !w.cfg.unfenced || j.inWorkflow // a workflow's task is always fenced: its record says whom it releases
+		maxAttempts: w.cfg.maxAttempts, recorded: h.Get(queue.HeaderWorkflow) != "" || h.Get(queue.HeaderSequence) != ""}
+	j.fenced = !w.cfg.unfenced || j.recorded // always fenced: its record says whom it releases
 	if name, at, ok := w.names.Firing(h); ok {
 		j.id, j.schedule, j.scheduledAt = schedule.FiringID(name, at), name, at
 	} else {

@@ -26,12 +26,12 @@ var ErrParentFailed = errors.New("parent task did not succeed")
 // job's parent tasks (or a job that is no workflow's task).
 var ErrNotParent = errors.New("not a parent task of this job")
 
-// tellDependents tells the dependents of task rec, which ended, before the delivery
-// is acked or terminated. It reports whether they were told; when not (a server
+// tellDependents tells the dependents of task rec, which ended (or the next job of
+// sequence job rec), before the delivery is acked or terminated. It reports whether they were told; when not (a server
 // error), it has put the delivery back after a backoff: its next delivery finds the
 // record ended and tells them then.
 func (w *Worker) tellDependents(ctx context.Context, j *Job, rec *record.Record) bool {
-	if rec == nil || rec.Workflow == "" || len(rec.Dependents) == 0 {
+	if rec == nil || (rec.Workflow == "" || len(rec.Dependents) == 0) && rec.SequenceKey == "" {
 		return true
 	}
 	wctx, cancel := w.writeContext(ctx)
@@ -46,11 +46,13 @@ func (w *Worker) tellDependents(ctx context.Context, j *Job, rec *record.Record)
 	return true
 }
 
-// carryTask copies the workflow fields of rec, the record a claim read, into next,
-// the claim: a task keeps its place in its workflow across runs.
+// carryTask copies the workflow and sequence fields of rec, the record a claim read,
+// into next, the claim: a task keeps its place in its workflow across runs, a job its
+// place in its sequence.
 func carryTask(next, rec *record.Record) {
 	next.Workflow, next.Task, next.Parents, next.Dependents = rec.Workflow, rec.Task, rec.Parents, rec.Dependents
 	next.FailedParents, next.RunIfFailed = rec.FailedParents, rec.RunIfFailed
+	next.SequenceKey, next.After, next.HaltDead = rec.SequenceKey, rec.After, rec.HaltDead
 }
 
 // task is the job's record as its claim wrote it; nil on an unfenced run.

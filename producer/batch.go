@@ -130,6 +130,17 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 			failed++
 			continue
 		}
+		if j.Sequence != "" {
+			// In order, as the batch lists them: its place in the sequence is taken
+			// when its enqueue writes the key's tail.
+			sent[i] = true
+			info, err := p.enqueueInSequence(ctx, &j, msg)
+			res[i].JobInfo = info
+			if err != nil {
+				fail(i, err)
+			}
+			continue
+		}
 		if j.Unique != "" {
 			r, err := p.reserve(ctx, &j)
 			switch {

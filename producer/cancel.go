@@ -69,7 +69,7 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 			if err != nil {
 				return nil, err
 			}
-			if c.Workflow != "" {
+			if c.Workflow != "" || c.SequenceKey != "" {
 				return &c, p.cancelTask(ctx, &c)
 			}
 			return &c, p.removeMessage(ctx, c.Sequence)
@@ -116,8 +116,9 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 	return nil, fmt.Errorf("job %s: its record kept changing", id)
 }
 
-// cancelTask finishes the cancel of workflow task c: its dependents are told (and
-// cancelled, unless they run when a parent failed) before its messages go, so that a
+// cancelTask finishes the cancel of workflow task or sequence job c: its dependents
+// are told (a task's cancelled, unless they run when a parent failed; a sequence's
+// next job released) before its messages go, so that a
 // cancel cut short leaves its message to the worker that gets it, which tells them
 // then. A task whose record was written before its message (every task waits or is
 // queued so until a worker claims it) names no sequence: its job subjects are purged

@@ -34,6 +34,11 @@ type Job struct {
 	// UniqueFor keeps the unique key held this long after the job ended: see the
 	// UniqueFor option.
 	UniqueFor time.Duration
+	// Sequence, when set, is the job's sequence key: see the Sequence option.
+	Sequence string
+	// HaltOnDead halts the job's sequence at it when the job before it ends dead:
+	// see the HaltOnDead option.
+	HaltOnDead bool
 
 	optionErr error // an EnqueueOption given a value it does not take
 }
@@ -73,6 +78,20 @@ func (p *Producer) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueO
 		return JobInfo{}, err
 	}
 	start := time.Now()
+	if j.Sequence != "" {
+		info, err := p.enqueueInSequence(ctx, &j, msg)
+		p.metrics.enqueueTime.Observe(time.Since(start).Seconds())
+		switch {
+		case err != nil:
+			p.metrics.errors.Inc()
+			return info, fmt.Errorf("producer: enqueue job %s on queue %s: %w", j.ID, p.names.Queue, err)
+		case info.Duplicate:
+			p.metrics.duplicates.Inc()
+		default:
+			p.metrics.enqueued.Inc()
+		}
+		return info, nil
+	}
 	var uniq *reservation
 	if j.Unique != "" {
 		if uniq, err = p.reserve(ctx, &j); err != nil {
@@ -161,6 +180,12 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 	}
 	if err := checkUnique(j); err != nil {
 		return nil, fmt.Errorf("producer: job %s: %w", j.ID, err)
+	}
+	if err := checkSequence(j); err != nil {
+		return nil, fmt.Errorf("producer: job %s: %w", j.ID, err)
+	}
+	if j.Sequence != "" {
+		h.Set(queue.HeaderSequence, wireid.Encode(j.Sequence))
 	}
 	if j.Unique != "" {
 		h.Set(queue.HeaderUnique, wireid.Encode(j.Unique))

@@ -96,6 +96,18 @@ type Record struct {
 	// released (its last parent ended) and dropped by its first claim; nil for every
 	// other job.
 	Message *TaskMessage `json:"message,omitempty"`
+	// SequenceKey is the key of the sequence the job is in (Sequence); "" for a job
+	// outside one. The fields below are empty then too.
+	SequenceKey string `json:"sequence_key,omitempty"`
+	// After is the job of the key enqueued just before it, when that had not ended
+	// then: it waited for it to end.
+	After string `json:"after,omitempty"`
+	// HaltOnDead: a predecessor that ends dead halts the key at this job
+	// (HaltOnDead); else the job runs all the same.
+	HaltOnDead bool `json:"halt_on_dead,omitempty"`
+	// Halted: its predecessor ended dead and the key halted at it; it waits for
+	// ResumeSequence.
+	Halted bool `json:"halted,omitempty"`
 	// Revision is the KV revision the record was read at: for a running job, its
 	// claim's fencing token (Job.FencingToken). 0 for a queued job that has no record
 	// yet. It is not part of the JSON document (the bucket keeps it beside the value).
@@ -198,6 +210,8 @@ func publicRecord(r *record.Record) *Record {
 
 		Workflow: r.Workflow, Task: r.Task, Parents: r.Parents, Dependents: r.Dependents,
 		WaitingFor: r.WaitingFor, FailedParents: r.FailedParents, RunIfParentFailed: r.RunIfFailed,
+
+		SequenceKey: r.SequenceKey, After: r.After, HaltOnDead: r.HaltDead, Halted: r.Halted,
 	}
 	if w := r.Worker; w != nil {
 		out.Worker = WorkerInfo{Name: w.Name, Host: w.Host, PID: w.PID}

@@ -78,6 +78,10 @@ func (p *Producer) Schedule(ctx context.Context, name, spec string, payload []by
 		return nil, fmt.Errorf("producer: schedule %s on queue %s: %w", name, p.names.Queue,
 			option.Invalid("ID/At", j.ID+j.At.String(), "none: a schedule's firings are named after its name and their time"))
 	}
+	if j.Sequence != "" {
+		return nil, fmt.Errorf("producer: schedule %s on queue %s: %w", name, p.names.Queue,
+			option.Invalid("Sequence", j.Sequence, "none: the server fires a schedule, and a firing cannot take its place in a sequence"))
+	}
 	j.ID = schedule.FiringID(name, time.Now()) // checks the job's options and size as a firing's
 	msg, err := p.message(&j)
 	if err != nil {

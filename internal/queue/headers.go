@@ -29,6 +29,9 @@ const (
 	// HeaderWorkflow marks a workflow's task with its workflow's id: a worker
 	// processes it fenced (its record says whom it releases when it ends).
 	HeaderWorkflow = "Workq-Workflow"
+	// HeaderSequence marks a sequence's job with its key's token (internal/wireid):
+	// a worker processes it fenced (its record's end tells the job after it).
+	HeaderSequence = "Workq-Sequence"
 )
 
 // MaxEnqueueLen bounds a job's enqueue id (HeaderEnqueue), which the job record

@@ -146,20 +146,39 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"run_if_parent_failed":true`...)
 	}
 	if m := r.Message; m != nil {
-		b = append(b, `,"message":{"subject":`...)
-		b = appendString(b, m.Subject)
-		if len(m.Header) > 0 {
-			b = append(b, `,"header":`...)
-			b = appendHeader(b, m.Header)
-		}
-		if len(m.Data) > 0 {
-			b = append(b, `,"data":"`...)
-			b = base64.StdEncoding.AppendEncode(b, m.Data)
-			b = append(b, '"')
-		}
-		b = append(b, '}')
+		b = appendMessage(b, m)
+	}
+	if r.SequenceKey != "" {
+		b = append(b, `,"sequence_key":`...)
+		b = appendString(b, r.SequenceKey)
+	}
+	if r.After != "" {
+		b = append(b, `,"after":`...)
+		b = appendString(b, r.After)
+	}
+	if r.HaltDead {
+		b = append(b, `,"halt_on_dead":true`...)
+	}
+	if r.Halted {
+		b = append(b, `,"halted":true`...)
 	}
 	return append(b, '}'), nil
+}
+
+// appendMessage appends the message field's key and value.
+func appendMessage(b []byte, m *Message) []byte {
+	b = append(b, `,"message":{"subject":`...)
+	b = appendString(b, m.Subject)
+	if len(m.Header) > 0 {
+		b = append(b, `,"header":`...)
+		b = appendHeader(b, m.Header)
+	}
+	if len(m.Data) > 0 {
+		b = append(b, `,"data":"`...)
+		b = base64.StdEncoding.AppendEncode(b, m.Data)
+		b = append(b, '"')
+	}
+	return append(b, '}')
 }
 
 // appendHeader appends h as encoding/json writes a map[string][]string: keys sorted,
@@ -211,6 +230,7 @@ func (r *Record) sizeHint() int {
 			}
 		}
 	}
+	n += 60 + len(r.SequenceKey) + len(r.After)
 	if r.Workflow != "" {
 		n += 120 + len(r.Workflow) + len(r.Task)
 		for _, l := range [...][]string{r.Parents, r.Dependents, r.WaitingFor, r.FailedParents} {

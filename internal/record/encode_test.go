@@ -64,6 +64,9 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 				r.Result[k] = byte(rng.IntN(256))
 			}
 		}
+		if i%4 == 1 {
+			r.SequenceKey, r.After, r.HaltDead, r.Halted = pick(strs), pick(strs), i%8 == 1, i%12 == 1
+		}
 		switch i % 6 {
 		case 1:
 			r.Message = &Message{Subject: pick(strs)}

@@ -105,6 +105,12 @@ type Record struct {
 	RunIfFailed   bool     `json:"run_if_parent_failed,omitempty"` // run even when a parent failed (else it is cancelled)
 	Message       *Message `json:"message,omitempty"`              // a task's job message until its first claim: published when it is released
 
+	// A job of a sequence (docs/sequences.md); all empty for a job outside one.
+	SequenceKey string `json:"sequence_key,omitempty"` // the sequence's key
+	After       string `json:"after,omitempty"`        // the job of the key enqueued before it, if that had not ended
+	HaltDead    bool   `json:"halt_on_dead,omitempty"` // a predecessor that ends dead halts the key at this job (else it runs)
+	Halted      bool   `json:"halted,omitempty"`       // halted: its predecessor ended dead; it waits for an operator's resume
+
 	// Revision is the KV revision this record was read at or written as; for a claim
 	// it is the job's fencing token. Not part of the document.
 	Revision uint64 `json:"-"`

@@ -125,7 +125,13 @@ func isMarker(m *storedMsg) bool {
 
 // lastMsg reads the key's last message, a marker too, from the stream leader.
 func (s Store) lastMsg(ctx context.Context, id string) (*storedMsg, error) {
-	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + s.Bucket + "." + wireid.Encode(id)})
+	return s.lastKeyMsg(ctx, wireid.Encode(id), id)
+}
+
+// lastKeyMsg reads raw key's last message, a marker too, from the stream leader; id
+// names it in errors.
+func (s Store) lastKeyMsg(ctx context.Context, key, id string) (*storedMsg, error) {
+	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + s.Bucket + "." + key})
 	if err != nil {
 		return nil, err
 	}
@@ -258,11 +264,11 @@ func (s Store) msg(r *Record, h nats.Header) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.Workflow != "" && !r.State.Terminal() {
-		// A workflow's task may wait for its parents, or in the queue once released,
-		// longer than the bucket keeps records: its record says whom it releases, so
-		// it never expires before the task ends (the write that ends it is on the
-		// bucket's TTL again).
+	if (r.Workflow != "" || r.SequenceKey != "") && !r.State.Terminal() {
+		// A workflow's task, or a sequence's job, may wait for its parents, or in the
+		// queue once released, longer than the bucket keeps records: its record says
+		// whom it releases, so it never expires before the job ends (the write that
+		// ends it is on the bucket's TTL again).
 		if h == nil {
 			h = nats.Header{}
 		}

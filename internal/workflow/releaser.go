@@ -60,6 +60,9 @@ const readAtOnce = 8
 // process, and it finishes what the first call left. A job that is no workflow's
 // task, or has no dependents, owes nothing.
 func (r *Releaser) Ended(ctx context.Context, rec *record.Record) error {
+	if rec.Workflow == "" && rec.SequenceKey != "" {
+		return r.endedInSequence(ctx, rec)
+	}
 	if rec.Workflow == "" || len(rec.Dependents) == 0 {
 		return nil
 	}
@@ -82,20 +85,24 @@ func (r *Releaser) Ended(ctx context.Context, rec *record.Record) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			errs[i] = r.tellOne(ctx, rec.Workflow, d, rec.Task, failed, read[TaskID(rec.Workflow, d)])
+			id := TaskID(rec.Workflow, d)
+			if err := r.TellJob(ctx, id, rec.Task, failed, read[id]); err != nil {
+				errs[i] = fmt.Errorf("workflow %s: %w", rec.Workflow, err)
+			}
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// tellOne tells dependent task of workflow wf that parent ended, then finishes its
-// release or its cancel. read is its record as read ahead, or nil.
-func (r *Releaser) tellOne(ctx context.Context, wf, task, parent string, failed bool, read *record.Record) error {
-	id := TaskID(wf, task)
+// TellJob tells job id, which waits for parent (a workflow's task for its parent
+// task, by name; a sequence's job for the job before it, by id), that parent ended
+// (failed: dead, or for a task also cancelled), then finishes its release or its
+// cancel. read is its record as read ahead, or nil. Telling is idempotent.
+func (r *Releaser) TellJob(ctx context.Context, id, parent string, failed bool, read *record.Record) error {
 	dep, err := r.tell(ctx, id, parent, failed, read)
 	if err != nil {
-		return fmt.Errorf("workflow %s: telling task %s that %s ended: %w", wf, task, parent, err)
+		return fmt.Errorf("telling job %s that %s ended: %w", id, parent, err)
 	}
 	switch {
 	case dep == nil:
@@ -103,7 +110,7 @@ func (r *Releaser) tellOne(ctx context.Context, wf, task, parent string, failed 
 	case dep.State == record.Queued && dep.Attempt == 0:
 		// Released, by this write or an earlier one whose teller may have died
 		// before it published: publishing again is one job all the same.
-		return r.release(ctx, dep)
+		return r.Release(ctx, dep)
 	case dep.State == record.Cancelled:
 		// Cancelled, for a failed parent or by an operator: its own dependents are
 		// told (again: telling is idempotent), as its teller may have died first.
@@ -228,12 +235,12 @@ func (r *Releaser) write(ctx context.Context, id string, told Told, last *record
 	return nil, fmt.Errorf("job %s: its record kept changing", id)
 }
 
-// release publishes the message kept in released task dep's record onto its job
+// Release publishes the message kept in released job dep's record onto its job
 // subject, with the job id as its message id. Publishing it twice is one job all the
 // same: the copies carry the same id (deduplicated within the window) and the same
 // enqueue, whose record lets one run. A record with no message (a root's, or one
 // written by another client) has nothing to publish.
-func (r *Releaser) release(ctx context.Context, dep *record.Record) error {
+func (r *Releaser) Release(ctx context.Context, dep *record.Record) error {
 	m := dep.Message
 	if m == nil {
 		return nil

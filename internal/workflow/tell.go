@@ -15,7 +15,8 @@ type Told map[string]bool
 // Tell decides a waiting task's record after the parents in told ended: each leaves
 // waiting_for, a failed one joins failed_parents. When none is left to wait for, the
 // task is released (queued) or, when a parent failed and the task does not run if
-// one did, cancelled. changed is false when there is nothing to write: the task
+// one did, cancelled — or, for a sequence's job on a key that halts when a job dies,
+// halted (it stays waiting, for an operator's resume). changed is false when there is nothing to write: the task
 // does not wait (released, cancelled or running already), or every parent told was
 // told before. Telling the same parent twice therefore changes nothing, which is
 // what makes a release exactly once: only the write that empties waiting_for
@@ -39,6 +40,12 @@ func Tell(task *record.Record, told Told, now time.Time) (next record.Record, ch
 		return next, true
 	}
 	next.WaitingFor = nil
+	if len(next.FailedParents) > 0 && !next.RunIfFailed && next.HaltDead {
+		// A sequence's job whose predecessor died, on a key that halts then: it
+		// waits, for nothing but an operator's resume.
+		next.Halted = true
+		return next, true
+	}
 	if len(next.FailedParents) > 0 && !next.RunIfFailed {
 		next.State, next.FinishedAt, next.Message = record.Cancelled, now, nil
 		next.LastError = "cancelled: its parent task " + strings.Join(next.FailedParents, ", ") + " did not succeed"

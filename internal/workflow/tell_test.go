@@ -35,6 +35,9 @@ func TestTell(t *testing.T) {
 		{"released already", &record.Record{State: record.Queued}, Told{"a": false}, false, record.Queued, nil, nil},
 		{"cancelled already", &record.Record{State: record.Cancelled}, Told{"a": true}, false, record.Cancelled, nil, nil},
 		{"running", &record.Record{State: record.Running, WaitingFor: []string{"a"}}, Told{"a": false}, false, record.Running, []string{"a"}, nil},
+		{"halts", &record.Record{State: record.Waiting, WaitingFor: []string{"p"}, HaltDead: true}, Told{"p": true}, true, record.Waiting, nil, []string{"p"}},
+		{"halted told again", &record.Record{State: record.Waiting, FailedParents: []string{"p"}, HaltDead: true, Halted: true}, Told{"p": true}, false, record.Waiting, nil, []string{"p"}},
+		{"halts not when done", &record.Record{State: record.Waiting, WaitingFor: []string{"p"}, HaltDead: true}, Told{"p": false}, true, record.Queued, nil, nil},
 	} {
 		before := *c.rec
 		before.WaitingFor, before.FailedParents = slices.Clone(c.rec.WaitingFor), slices.Clone(c.rec.FailedParents)
@@ -48,6 +51,9 @@ func TestTell(t *testing.T) {
 		}
 		if next.State == record.Cancelled && changed && (next.FinishedAt != now || next.LastError == "") {
 			t.Errorf("%s: cancelled without its time or reason: %+v", c.name, next)
+		}
+		if halted := c.rec.HaltDead && len(c.failed) > 0; next.Halted != halted {
+			t.Errorf("%s: halted %v, want %v", c.name, next.Halted, halted)
 		}
 		if changed && next.Revision != c.rec.Revision {
 			t.Errorf("%s: revision %d, want the one read (%d) for the compare-and-set", c.name, next.Revision, c.rec.Revision)

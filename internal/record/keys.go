@@ -1,0 +1,72 @@
+package record
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/jserr"
+	"github.com/workq/workq/internal/retry"
+)
+
+// The bucket holds, beside the job records, a few values of workq's own under keys no
+// job id's token takes (internal/wireid: a token never starts with "==."): a
+// sequence's tail and its jobs' successors (docs/sequences.md). GetKey and KeyMsg read
+// and write them as Get and WriteMsg do records.
+
+// GetKey reads the value at raw key key, with its revision, as Get reads a record:
+// from the stream leader when the store is linearizable. A key with no value (none,
+// or a delete, purge or expiry marker) is ErrNotFound, with the marker's revision
+// (0: none), which a write over it expects.
+func (s Store) GetKey(ctx context.Context, key string) (value []byte, rev uint64, err error) {
+	err = retry.Do(ctx, func(ctx context.Context) error {
+		if !s.Linearizable {
+			e, err := s.KV.Get(ctx, key)
+			if err == nil {
+				value, rev = e.Value(), e.Revision()
+				return nil
+			}
+			if !errors.Is(err, jetstream.ErrKeyNotFound) {
+				return err
+			}
+			// A marker may be there: its revision is read below, from the leader.
+		}
+		m, err := s.lastKeyMsg(ctx, key, key)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			value, rev = nil, 0
+			return ErrNotFound
+		case err != nil:
+			return err
+		case isMarker(m):
+			value, rev = nil, m.Sequence
+			return ErrNotFound
+		}
+		value, rev = m.Data, m.Sequence
+		return nil
+	})
+	return value, rev, err
+}
+
+// KeyMsg is the message that writes value at raw key by compare-and-set on revision
+// prev (0: the key has no value), never to expire (Nats-TTL: never), for an atomic
+// batch with record writes.
+func (s Store) KeyMsg(key string, value []byte, prev uint64) *nats.Msg {
+	h := expectRevision(prev)
+	h.Set(jetstream.MsgTTLHeader, "never")
+	return &nats.Msg{Subject: "$KV." + s.Bucket + "." + key, Data: value, Header: h}
+}
+
+// DeleteKey deletes raw key if its value is still at revision rev (a purge marker,
+// which the bucket's age limit removes); nothing if it moved on.
+func (s Store) DeleteKey(ctx context.Context, key string, rev uint64) error {
+	err := retry.Do(ctx, func(ctx context.Context) error {
+		return s.KV.Purge(ctx, key, jetstream.LastRevision(rev))
+	})
+	if jserr.IsConflict(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,111 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/wireid"
+)
+
+// A sequence (docs/sequences.md) is the jobs enqueued with one key, run one at a time
+// in enqueue order. It is a chain of job records, each waiting for the one before, as
+// a workflow's task waits for its parents, and released by the same telling. Two
+// values beside the records link it, under keys no job id's token takes (a token
+// never starts with "==."):
+//
+//   - the key's tail, TailKey(key): the last job enqueued with it;
+//   - a job's successor, NextKey(id): the job enqueued after it while it had not
+//     ended, which waits for it.
+//
+// The successor is not written into the job's own record: that record is its run's
+// fence while it runs, and a write by the producer would supersede the run.
+// An enqueue writes the tail, the predecessor's successor and the new record in one
+// atomic batch; a job's end tells its successor after its terminal write.
+
+// Link is the value at a tail or successor key: the job it names.
+type Link struct {
+	Key string `json:"key,omitempty"` // the sequence's key (a tail's)
+	Job string `json:"job"`
+}
+
+// TailKey is the bucket key of sequence key's tail.
+func TailKey(key string) string { return "==.seq." + wireid.Encode(key) }
+
+// NextKey is the bucket key of job id's successor in its sequence.
+func NextKey(id string) string { return "==.next." + wireid.Encode(id) }
+
+// ReadLink reads the link at key, with the key's revision, which a write over it
+// expects: nil when there is none (rev is then a delete or purge marker's, or 0), or
+// when the value is not a link (another client wrote it).
+func ReadLink(ctx context.Context, s record.Store, key string) (l *Link, rev uint64, err error) {
+	b, rev, err := s.GetKey(ctx, key)
+	if errors.Is(err, record.ErrNotFound) {
+		return nil, rev, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	l = &Link{}
+	if json.Unmarshal(b, l) != nil || l.Job == "" {
+		return nil, rev, nil
+	}
+	return l, rev, nil
+}
+
+// SequenceEnded reports whether sequence job rec has ended for the job after it, and
+// whether it died. A job ends for its successor when its record does, except one
+// cancelled while it waited for the job before it: the key's order holds through it,
+// so it ends when that one does (and died if that one died).
+func (r *Releaser) SequenceEnded(ctx context.Context, rec *record.Record) (ended, dead bool, err error) {
+	for range 1 << 16 {
+		switch {
+		case !rec.State.Terminal():
+			return false, false, nil
+		case rec.State != record.Cancelled || len(rec.WaitingFor) == 0 || rec.After == "":
+			return true, rec.State == record.Dead, nil
+		}
+		prev, err := r.Store.Get(ctx, rec.After)
+		if errors.Is(err, record.ErrNotFound) || errors.Is(err, record.ErrCorrupt) {
+			return true, false, nil // ended long ago
+		}
+		if err != nil {
+			return false, false, err
+		}
+		rec = prev
+	}
+	return false, false, fmt.Errorf("sequence %q: more than 65536 cancelled jobs in a row", rec.SequenceKey)
+}
+
+// endedInSequence tells the successor of rec, a sequence's job that ended, that it
+// did (SequenceEnded): a job that died fails it (the key halts there if the
+// successor says so), a job done or cancelled lets it go. Then the links that named rec go: its successor
+// key, and the key's tail if rec is still the last job. Both reads come after rec's
+// terminal write, so a successor enqueued before it is found here, and one enqueued
+// after it finds rec ended (Producer's enqueue tells it then).
+func (r *Releaser) endedInSequence(ctx context.Context, rec *record.Record) error {
+	if !rec.State.Terminal() {
+		return fmt.Errorf("sequence %q: job %s has not ended (%s)", rec.SequenceKey, rec.ID, rec.State)
+	}
+	ended, dead, err := r.SequenceEnded(ctx, rec)
+	if err != nil || !ended {
+		return err // the job before it tells it when it ends, and this runs again
+	}
+	next, nextRev, err := ReadLink(ctx, r.Store, NextKey(rec.ID))
+	if err != nil {
+		return fmt.Errorf("sequence %q: reading the successor of job %s: %w", rec.SequenceKey, rec.ID, err)
+	}
+	if next != nil {
+		if err := r.TellJob(ctx, next.Job, rec.ID, dead, nil); err != nil {
+			return fmt.Errorf("sequence %q: %w", rec.SequenceKey, err)
+		}
+		return r.Store.DeleteKey(ctx, NextKey(rec.ID), nextRev)
+	}
+	tail, tailRev, err := ReadLink(ctx, r.Store, TailKey(rec.SequenceKey))
+	if err != nil || tail == nil || tail.Job != rec.ID {
+		return err
+	}
+	return r.Store.DeleteKey(ctx, TailKey(rec.SequenceKey), tailRev)
+}

@@ -1,0 +1,129 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/workflow"
+)
+
+// SequenceInfo is where one sequence key stands: its jobs that have not ended.
+type SequenceInfo struct {
+	// Key is the sequence's key.
+	Key string `json:"key"`
+	// Active is the job of the key that is queued, running or retrying (the one the
+	// others wait behind); "" when none is.
+	Active string `json:"active,omitempty"`
+	// Waiting counts the jobs waiting for the ones before them.
+	Waiting int `json:"waiting"`
+	// OldestWaiting is when the longest waiting of them was enqueued.
+	OldestWaiting time.Time `json:"oldest_waiting,omitzero"`
+	// Halted is the job the key halted at (its predecessor died, HaltOnDead), ""
+	// when it is not halted; HaltedAfter is that predecessor.
+	Halted      string `json:"halted,omitempty"`
+	HaltedAfter string `json:"halted_after,omitempty"`
+}
+
+// Sequences lists the sequence keys that have jobs not ended, by key, reading every
+// record of the queue (as Jobs does).
+func (p *Producer) Sequences(ctx context.Context) ([]SequenceInfo, error) {
+	if ctx == nil {
+		return nil, errors.New("producer: sequences: nil context")
+	}
+	byKey := map[string]*SequenceInfo{}
+	err := p.scanRecords(ctx, func(j ListedJob) {
+		if j.SequenceKey == "" || j.State.Terminal() {
+			return
+		}
+		s := byKey[j.SequenceKey]
+		if s == nil {
+			s = &SequenceInfo{Key: j.SequenceKey}
+			byKey[j.SequenceKey] = s
+		}
+		switch {
+		case j.Halted:
+			s.Halted, s.HaltedAfter = j.ID, j.After
+		case j.State == StateWaiting:
+			s.Waiting++
+			if s.OldestWaiting.IsZero() || j.EnqueuedAt.Before(s.OldestWaiting) {
+				s.OldestWaiting = j.EnqueuedAt
+			}
+		default:
+			s.Active = j.ID
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("producer: sequences of queue %s: %w", p.names.Queue, err)
+	}
+	out := make([]SequenceInfo, 0, len(byKey))
+	for _, s := range byKey {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b SequenceInfo) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// ResumeSequence resumes sequence key, halted at a job whose predecessor died
+// (HaltOnDead): that job is released and runs, and the key goes on. It returns the
+// job's record as written; ErrNotHalted when no job of the key is halted.
+func (p *Producer) ResumeSequence(ctx context.Context, key string) (*Record, error) {
+	fail := func(err error) (*Record, error) {
+		return nil, fmt.Errorf("producer: resume sequence %q on queue %s: %w", key, p.names.Queue, err)
+	}
+	if ctx == nil {
+		return fail(errors.New("nil context"))
+	}
+	for range 8 {
+		rec, err := p.haltedJob(ctx, key)
+		if err != nil {
+			return fail(err)
+		}
+		next := *rec
+		next.State, next.Halted = record.Queued, false
+		err = p.records.Update(ctx, &next, rec.Revision)
+		if errors.Is(err, record.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if err := p.flows.Release(ctx, &next); err != nil {
+			return fail(fmt.Errorf("job %s resumed, but its message was not published (the key's next enqueue publishes it): %w", next.ID, err))
+		}
+		return publicRecord(&next), nil
+	}
+	return fail(errors.New("its halted job's record kept changing"))
+}
+
+// haltedJob finds the job sequence key is halted at: from the key's tail back
+// through each job's predecessor, the jobs after a halt all wait for the one before
+// them.
+func (p *Producer) haltedJob(ctx context.Context, key string) (*record.Record, error) {
+	tail, _, err := workflow.ReadLink(ctx, p.records, workflow.TailKey(key))
+	if err != nil {
+		return nil, err
+	}
+	if tail == nil {
+		return nil, ErrNotHalted
+	}
+	for id := tail.Job; id != ""; {
+		rec, err := p.records.Get(ctx, id)
+		switch {
+		case errors.Is(err, record.ErrNotFound):
+			return nil, ErrNotHalted
+		case err != nil:
+			return nil, err
+		case rec.Halted && rec.State == record.Waiting:
+			return rec, nil
+		case rec.State != record.Waiting:
+			return nil, ErrNotHalted // the key runs: nothing before this job waits
+		}
+		id = rec.After
+	}
+	return nil, ErrNotHalted
+}
