@@ -250,6 +250,28 @@ func TestSequenceDeadGoesOnOrHalts(t *testing.T) {
 	if seqs, err := p.Sequences(ctx); err != nil || len(seqs) != 0 {
 		t.Fatalf("sequences after all ended: %+v, %v", seqs, err)
 	}
+
+	// A key whose last job had died before the next was enqueued halts all the same;
+	// cancelling the halted job lets the key go on.
+	s.mu.Lock()
+	s.dead["c1"] = true
+	s.mu.Unlock()
+	enqueue("c1", "late")
+	waitEnded(t, p, []string{"c1"})
+	info, err := p.Enqueue(ctx, nil, producer.ID("c2"), producer.Sequence("late"), producer.HaltOnDead())
+	if err != nil || !info.Waiting {
+		t.Fatalf("c2: %+v, %v", info, err)
+	}
+	if c2 := status(t, p, "c2"); !c2.Halted || c2.After != "c1" || c2.State != producer.StateWaiting {
+		t.Fatalf("c2 enqueued after c1 died: %+v", c2)
+	}
+	enqueue("c3", "late")
+	if _, err := p.Cancel(ctx, "c2"); err != nil {
+		t.Fatal(err)
+	}
+	if recs := waitEnded(t, p, []string{"c2", "c3"}); recs["c2"].State != producer.StateCancelled || recs["c3"].State != producer.StateDone || len(s.ran("c2")) != 0 {
+		t.Fatalf("c2 %s (ran %d), c3 %s", recs["c2"].State, len(s.ran("c2")), recs["c3"].State)
+	}
 }
 
 // Cancelling a job that waits lets the job after it go once the one before ends;

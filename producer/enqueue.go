@@ -56,6 +56,9 @@ type JobInfo struct {
 	// ScheduledAt is when a delayed job is due (At, After); zero for a job that
 	// runs at once. For a duplicate, the time of this enqueue, not the original's.
 	ScheduledAt time.Time
+	// Waiting: a sequence's job that waits for the job of its key before it
+	// (Sequence); it has no message in the stream yet, and Sequence is 0.
+	Waiting bool
 }
 
 // Enqueue publishes one job and waits for the server to store it. A transient

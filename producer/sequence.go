@@ -114,16 +114,20 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 			Enqueue: msg.Header.Get(queue.HeaderEnqueue), EnqueuedAt: time.Now(),
 			SequenceKey: key, HaltDead: j.HaltOnDead, RunIfFailed: !j.HaltOnDead, Message: kept,
 		}
-		live := false
+		live, halt := false, false
 		if pred != nil {
-			ended, _, err := p.flows.SequenceEnded(ctx, pred)
+			ended, dead, err := p.flows.SequenceEnded(ctx, pred)
 			if err != nil {
 				return JobInfo{ID: j.ID}, err
 			}
-			live = !ended
+			live, halt = !ended, ended && dead && j.HaltOnDead
 		}
-		if live {
+		switch {
+		case live:
 			rec.State, rec.After, rec.WaitingFor = record.Waiting, pred.ID, []string{pred.ID}
+		case halt:
+			// The key's last job died, and this one halts then: as if told.
+			rec.State, rec.After, rec.FailedParents, rec.Halted = record.Waiting, pred.ID, []string{pred.ID}, true
 		}
 		if err := workflow.CheckRecordSize(rec, p.js.Conn().MaxPayload()); err != nil {
 			return JobInfo{ID: j.ID}, fmt.Errorf("%w: %w", ErrInvalidName, err)
@@ -155,10 +159,13 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 				return p.sequencedDuplicate(ctx, j.ID)
 			}
 		}
-		if live {
+		switch {
+		case live:
 			// The job before may have ended between the read and the batch: its end
 			// found no successor then, so this enqueue tells the new job.
-			return JobInfo{ID: j.ID}, p.tellIfEnded(ctx, j.ID, pred.ID)
+			return JobInfo{ID: j.ID, Waiting: true}, p.tellIfEnded(ctx, j.ID, pred.ID)
+		case halt:
+			return JobInfo{ID: j.ID, Waiting: true}, nil
 		}
 		ack, err := p.publish(ctx, msg)
 		if err != nil {

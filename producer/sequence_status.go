@@ -27,6 +27,9 @@ type SequenceInfo struct {
 	// when it is not halted; HaltedAfter is that predecessor.
 	Halted      string `json:"halted,omitempty"`
 	HaltedAfter string `json:"halted_after,omitempty"`
+	// Jobs are the key's jobs that have not ended, in their order (SequenceStatus
+	// only; Sequences leaves it empty).
+	Jobs []*Record `json:"jobs,omitempty"`
 }
 
 // Sequences lists the sequence keys that have jobs not ended, by key, reading every
@@ -66,6 +69,59 @@ func (p *Producer) Sequences(ctx context.Context) ([]SequenceInfo, error) {
 	}
 	slices.SortFunc(out, func(a, b SequenceInfo) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
+}
+
+// SequenceStatus is where sequence key stands, with its jobs that have not ended in
+// their order: read from the key's tail back through each job's predecessor (the
+// jobs cancelled while they waited included), up to the first job that ended. A key
+// with no such job is returned with no jobs.
+func (p *Producer) SequenceStatus(ctx context.Context, key string) (*SequenceInfo, error) {
+	if ctx == nil {
+		return nil, errors.New("producer: sequence status: nil context")
+	}
+	s := &SequenceInfo{Key: key}
+	tail, _, err := workflow.ReadLink(ctx, p.records, workflow.TailKey(key))
+	if err != nil {
+		return nil, fmt.Errorf("producer: sequence %q on queue %s: %w", key, p.names.Queue, err)
+	}
+	var jobs []*Record
+	for id, n := "", 0; tail != nil && n < 1<<16; n++ {
+		if id == "" {
+			id = tail.Job
+		}
+		rec, err := p.records.Get(ctx, id)
+		if errors.Is(err, record.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("producer: sequence %q on queue %s: %w", key, p.names.Queue, err)
+		}
+		cancelledWaiting := rec.State == record.Cancelled && len(rec.WaitingFor) > 0
+		if rec.State.Terminal() && !cancelledWaiting {
+			break
+		}
+		jobs = append(jobs, publicRecord(rec))
+		if id = rec.After; id == "" {
+			break
+		}
+	}
+	slices.Reverse(jobs)
+	for _, r := range jobs {
+		switch {
+		case r.State == StateCancelled:
+		case r.Halted:
+			s.Halted, s.HaltedAfter = r.ID, r.After
+		case r.State == StateWaiting:
+			s.Waiting++
+			if s.OldestWaiting.IsZero() || r.EnqueuedAt.Before(s.OldestWaiting) {
+				s.OldestWaiting = r.EnqueuedAt
+			}
+		default:
+			s.Active = r.ID
+		}
+	}
+	s.Jobs = jobs
+	return s, nil
 }
 
 // ResumeSequence resumes sequence key, halted at a job whose predecessor died

@@ -43,7 +43,9 @@ and run several workers, while things go wrong on purpose:
   - a job enqueued by mistake is cancelled while it waits, and never runs;
   - an urgent job enqueued behind the backlog starts ahead of it;
   - a workflow renders an invoice and charges the card, then sends the invoice
-    once both have committed, and a client waits for its result.
+    once both have committed, and a client waits for its result;
+  - the webhooks of two customers, enqueued interleaved in two sequences, run side
+    by side, each customer's one at a time and in order.
 
 Ends with a summary (each job committed exactly once, or dead) and removes the
 server's data. Exits non-zero if any guarantee did not hold.`,
@@ -177,6 +179,9 @@ func (d *demo) startWorkers(ctx context.Context, wg *sync.WaitGroup) error {
 		return err
 	}
 	if err := d.enqueueUrgent(ctx); err != nil {
+		return err
+	}
+	if err := d.enqueueSequences(ctx, d.producer); err != nil {
 		return err
 	}
 	for i := 1; i <= d.f.workers; i++ {

@@ -132,9 +132,11 @@ func (d *demo) timed(ctx context.Context, j *consumer.Job, worker string) {
 }
 
 // expected is how many jobs end (committed or dead) once the demo is over: the
-// enqueued ones, the delayed one, the urgent one, the workflow's tasks and each
-// firing that ran.
-func (d *demo) expected() int { return d.f.jobs + 2 + demoWorkflowTasks + int(d.ticks.Load()) }
+// enqueued ones, the delayed one, the urgent one, the workflow's tasks, the
+// sequences' jobs and each firing that ran.
+func (d *demo) expected() int {
+	return d.f.jobs + 2 + demoWorkflowTasks + demoSequenceJobs + int(d.ticks.Load())
+}
 
 // handle is every worker's job: a little work, except for the flaky and poison jobs.
 func (d *demo) handle(worker string) consumer.HandlerFunc {
@@ -149,6 +151,9 @@ func (d *demo) handle(worker string) consumer.HandlerFunc {
 		d.timed(ctx, j, worker)
 		if ok, err := d.workflowTask(ctx, j, worker); ok {
 			return err
+		}
+		if d.sequenceJob(ctx, j, worker) {
+			return nil
 		}
 		if j.ID() == demoCancelled {
 			d.cancelledRan.Store(true)

@@ -56,6 +56,7 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 	t.row("dead", s.Dead, fmt.Sprintf("in dead letters (%d)", qi.Dead))
 	t.row("cancelled", 1, demoCancelled+", while it waited: never ran")
 	t.row("workflow", demoWorkflowTasks, fmt.Sprintf("tasks of %s: send ran after render and charge committed", demoWorkflow))
+	t.row("sequences", demoSequenceJobs, fmt.Sprintf("jobs of %d keys: each key one at a time, in enqueue order", len(demoSequenceKeys)))
 	t.row("urgent", d.urgentAfter.Load(), fmt.Sprintf("backlog jobs started between %s's enqueue and its start", demoUrgent))
 	t.row("throughput", fmt.Sprintf("%.0f jobs/s", float64(d.f.jobs)/procTook.Seconds()), "first delivery to last commit, waits for AckWait included")
 	t.row("wall time", wall.Round(10*time.Millisecond), "server start to summary")
@@ -84,6 +85,7 @@ func (d *demo) summary(ctx context.Context, js jetstream.JetStream, procTook tim
 		problems = append(problems, fmt.Sprintf("%s: record %v, %v; want cancelled", demoCancelled, rec, err))
 	}
 	problems = append(problems, d.workflowProblems(octx, p)...)
+	problems = append(problems, d.sequenceProblems(octx, p)...)
 	if qi.Jobs != 0 {
 		problems = append(problems, fmt.Sprintf("%d jobs left in the queue", qi.Jobs))
 	}

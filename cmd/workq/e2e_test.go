@@ -481,14 +481,20 @@ func TestDemo(t *testing.T) {
 			t.Errorf("timed %d, want 1 delayed job + %d firings", timed, len(firings))
 		}
 	}
-	// The 3000 jobs less the dead one, the timed ones, the urgent one and the
-	// workflow's three tasks.
-	find(fmt.Sprintf(`^committed\s+%d\s+each exactly once\s*$`, 2999+timed+1+3))
+	// The 3000 jobs less the dead one, the timed ones, the urgent one, the
+	// workflow's three tasks and the sequences' six jobs.
+	find(fmt.Sprintf(`^committed\s+%d\s+each exactly once\s*$`, 2999+timed+1+3+6))
 	// The workflow's last task started once both parents committed, with their
 	// results, and Wait returned its result.
 	find(`⇉ invoice-7\.send started on \S+ once its parents committed, with their results invoice-7\.pdf and ch_42$`)
 	find(`⇉ Wait returned invoice-7\.send's result "sent invoice-7\.pdf \+ ch_42", \S+ after its commit$`)
 	find(`^workflow\s+3\s+tasks of invoice-7: send ran after render and charge committed\s*$`)
+	// The two customers' webhooks ran, each key's in order (the demo checks it from
+	// the records, and fails otherwise).
+	find(`^sequences\s+6\s+jobs of 2 keys: each key one at a time, in enqueue order\s*$`)
+	for _, key := range []string{"a", "b"} {
+		find(`⇶ hook-customer-` + key + `-3 started on \S+$`)
+	}
 	// The urgent job enqueued behind the backlog started ahead of it; the cancelled
 	// job never ran.
 	if m := find(`^urgent\s+(\d+)\s+backlog jobs started between`); m != nil {

@@ -31,6 +31,8 @@ type enqueueFlags struct {
 	in          time.Duration // --in
 	unique      string        // --unique
 	uniqueFor   time.Duration // --unique-for
+	sequence    string        // --sequence
+	haltOnDead  bool          // --halt-on-dead
 	jsonOut     bool
 	quiet       bool
 	await       bool          // --await: wait for the job's end
@@ -56,18 +58,23 @@ a JSON object:
   {"payload": <string or any JSON>, "payload_base64": "...", "id": "...",
    "kind": "...", "headers": {"K": "v"}, "max_attempts": 3, "priority": "high",
    "at": "2026-11-24T02:00:00Z" | "after": "10m",
-   "unique": "...", "unique_for": "1h"}
+   "unique": "...", "unique_for": "1h", "sequence": "...", "halt_on_dead": true}
 
 A string payload is enqueued as its text, any other JSON value as its JSON.
 "at" or "after" delays a job: the server keeps it and fires it at its time.
 "unique" (--unique) makes a job unique by that key: while a job with the key is
 scheduled, queued, running or retrying (and for "unique_for" / --unique-for after
 it ended), another one is a duplicate and nothing is stored.
+"sequence" (--sequence) puts a job in the sequence of that key: the jobs of one
+key run one at a time, in the order they were enqueued, across every worker; a
+job waits for the one before it to end without taking a worker. With
+"halt_on_dead" (--halt-on-dead) the key halts at the job when the one before it
+ends dead, until 'workq sequence resume'; without, it runs all the same.
 "priority" (--priority) is low, normal (the default), high or urgent (or the
 level's number, 1 the lowest to 4): a worker takes waiting jobs of a higher
 level first.
---kind, --header, --max-attempts, --priority, --at, --in, --unique and --unique-for
-apply to every job; --id to a single job.
+--kind, --header, --max-attempts, --priority, --at, --in, --unique, --unique-for,
+--sequence and --halt-on-dead apply to every job; --id to a single job.
 The exit status is non-zero if any job failed; the failed ones are named.
 --await (one job) waits until the job has ended and shows its record, as
 'workq job wait' does: the exit status is then non-zero unless the job ended done.`,
@@ -76,6 +83,7 @@ The exit status is non-zero if any job failed; the failed ones are named.
   workq enqueue reports '{"day":"mon"}' --at 2026-11-24T02:00:00+01:00
   workq enqueue reports '{"day":"mon"}' --unique report-mon --unique-for 1h
   workq enqueue thumbnails '{"img":"a.png"}' --await --await-timeout 1m
+  workq enqueue webhooks '{"event":"paid"}' --sequence customer-42
   seq 1 1000 | workq enqueue numbers
   workq enqueue emails --file jobs.ndjson --ndjson --json`,
 		Args: rangeArgs(1, 2, "<queue> [payload]"),
@@ -100,6 +108,8 @@ The exit status is non-zero if any job failed; the failed ones are named.
 	fl.DurationVar(&f.in, "in", 0, "delay the jobs by this duration (e.g. 90s, 10m)")
 	fl.StringVar(&f.unique, "unique", "", "unique key: a duplicate while a job with this key is scheduled, queued, running or retrying")
 	fl.DurationVar(&f.uniqueFor, "unique-for", 0, "keep the --unique key held this long after the job ended (whole seconds)")
+	fl.StringVar(&f.sequence, "sequence", "", "sequence key: jobs with one key run one at a time, in enqueue order")
+	fl.BoolVar(&f.haltOnDead, "halt-on-dead", false, "with --sequence: halt the key at these jobs when the job before ends dead")
 	fl.BoolVar(&f.jsonOut, "json", false, "print each job's info as a JSON line")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the job ids")
 	fl.BoolVar(&f.await, "await", false, "wait until the job has ended and show its record; fail unless it ended done (one job)")
@@ -131,6 +141,8 @@ func (f *enqueueFlags) validate() error {
 		return fmt.Errorf("--unique-for %s: want a positive duration", f.uniqueFor)
 	case f.uniqueFor > 0 && f.unique == "":
 		return errors.New("--unique-for needs --unique")
+	case f.haltOnDead && f.sequence == "":
+		return errors.New("--halt-on-dead needs --sequence")
 	case f.maxAttempts < 0:
 		return fmt.Errorf("--max-attempts %d: want ≥ 1", f.maxAttempts)
 	case f.hasPayload && (f.file != "" || f.raw || f.ndjson):
@@ -200,7 +212,7 @@ func (f *enqueueFlags) one(ctx context.Context, a *app, p *producer.Producer, in
 	octx, cancel := a.opCtx(ctx)
 	defer cancel()
 	info, err := p.Enqueue(octx, payload, producer.ID(f.id), producer.Kind(f.kind), headerOpts(f.header), producer.MaxAttempts(f.maxAttempts), producer.Priority(int(f.priority)), producer.At(f.due()),
-		producer.Unique(f.unique), producer.UniqueFor(f.uniqueFor))
+		producer.Unique(f.unique), producer.UniqueFor(f.uniqueFor), sequenceOpts(f.sequence, f.haltOnDead))
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitCodeError{code: exitError, msg: fmt.Sprintf("queue %s: interrupted; the job may or may not have been enqueued", f.queue)}
@@ -235,7 +247,8 @@ func parseHeaders(kvs []string) (nats.Header, error) {
 // base is the job every input line starts from: the flags' id, kind, headers,
 // attempt limit and due time.
 func (f *enqueueFlags) base() producer.Job {
-	return producer.Job{ID: f.id, Kind: f.kind, Header: f.header, MaxAttempts: f.maxAttempts, Priority: int(f.priority), At: f.due(), Unique: f.unique, UniqueFor: f.uniqueFor}
+	return producer.Job{ID: f.id, Kind: f.kind, Header: f.header, MaxAttempts: f.maxAttempts, Priority: int(f.priority), At: f.due(), Unique: f.unique, UniqueFor: f.uniqueFor,
+		Sequence: f.sequence, HaltOnDead: f.haltOnDead}
 }
 
 // due is when --at or --in delay the jobs to (--in counts from now); zero without
@@ -251,11 +264,16 @@ func headerOpts(h nats.Header) producer.EnqueueOption {
 	return func(j *producer.Job) { j.Header = h }
 }
 
+// sequenceOpts sets --sequence and --halt-on-dead.
+func sequenceOpts(key string, halt bool) producer.EnqueueOption {
+	return func(j *producer.Job) { j.Sequence, j.HaltOnDead = key, halt }
+}
+
 // printEnqueued reports the single job enqueued.
 func (f *enqueueFlags) printEnqueued(w io.Writer, info producer.JobInfo) error {
 	switch {
 	case f.jsonOut:
-		return json.NewEncoder(w).Encode(jobOutput{ID: info.ID, Sequence: info.Sequence, Duplicate: info.Duplicate, ScheduledAt: info.ScheduledAt})
+		return json.NewEncoder(w).Encode(jobOutput{ID: info.ID, Sequence: info.Sequence, Duplicate: info.Duplicate, ScheduledAt: info.ScheduledAt, Waiting: info.Waiting})
 	case f.quiet:
 		fmt.Fprintln(w, info.ID)
 	case info.Duplicate && f.unique != "":
@@ -266,6 +284,8 @@ func (f *enqueueFlags) printEnqueued(w io.Writer, info producer.JobInfo) error {
 		fmt.Fprintf(w, "duplicate %s: already enqueued as sequence %d within the dedup window; nothing stored\n", info.ID, info.Sequence)
 	case !info.ScheduledAt.IsZero():
 		fmt.Fprintf(w, "scheduled %s for %s (sequence %d)\n", info.ID, info.ScheduledAt.Local().Format(time.RFC3339), info.Sequence)
+	case info.Waiting:
+		fmt.Fprintf(w, "enqueued %s in sequence %s, waiting for the job before it\n", info.ID, f.sequence)
 	default:
 		fmt.Fprintf(w, "enqueued %s (sequence %d)\n", info.ID, info.Sequence)
 	}

@@ -32,8 +32,10 @@ type jobOutput struct {
 	Duplicate bool   `json:"duplicate"`
 	// ScheduledAt is a delayed job's due time.
 	ScheduledAt time.Time `json:"scheduled_at,omitzero"`
-	Line        int       `json:"line,omitempty"`
-	Error       string    `json:"error,omitempty"`
+	// Waiting: a sequence's job waiting for the job of its key before it.
+	Waiting bool   `json:"waiting,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Error   string `json:"error,omitempty"`
 	// Unknown: the job was sent and no answer came (the enqueue was interrupted);
 	// it may be enqueued. Without it, a line with an error was not enqueued.
 	Unknown bool `json:"unknown,omitempty"`
@@ -65,7 +67,7 @@ func (s *batchSender) flush(ctx context.Context) error {
 		return err
 	}
 	for k, r := range res {
-		out := jobOutput{ID: r.ID, Sequence: r.Sequence, Duplicate: r.Duplicate, ScheduledAt: r.ScheduledAt, Line: s.chunk[idx[k]].line}
+		out := jobOutput{ID: r.ID, Sequence: r.Sequence, Duplicate: r.Duplicate, ScheduledAt: r.ScheduledAt, Waiting: r.Waiting, Line: s.chunk[idx[k]].line}
 		switch {
 		case r.Err != nil && r.Unknown:
 			out.Error, out.Unknown = strip(r.Err).Error(), true

@@ -34,6 +34,8 @@ type ndjsonJob struct {
 	After         string          `json:"after"`      // a duration: delay the job by it
 	Unique        string          `json:"unique"`     // the job's unique key
 	UniqueFor     string          `json:"unique_for"` // a duration: keep the unique key held after the job ended
+	Sequence      string          `json:"sequence"`   // the job's sequence key
+	HaltOnDead    *bool           `json:"halt_on_dead"`
 }
 
 // parseJobLine turns one input line into a job: the line is the payload, or with
@@ -104,6 +106,12 @@ func parseJobLine(line []byte, n int, base producer.Job, ndjson bool) jobInput {
 	}
 	if nj.Unique != "" {
 		j.Unique = nj.Unique
+	}
+	if nj.Sequence != "" {
+		j.Sequence = nj.Sequence
+	}
+	if nj.HaltOnDead != nil {
+		j.HaltOnDead = *nj.HaltOnDead
 	}
 	if nj.UniqueFor != "" {
 		d, err := time.ParseDuration(nj.UniqueFor)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/workq/workq/admin"
+	"github.com/workq/workq/producer"
 )
 
 func (a *app) jobCommand() *cobra.Command {
@@ -98,6 +99,18 @@ func writeRecord(w io.Writer, rec *admin.Record, jsonOut bool) error {
 			field{"failed parents", taskList(rec.FailedParents)})
 		if rec.RunIfParentFailed {
 			fields = append(fields, field{"runs if a parent failed", "yes"})
+		}
+	}
+	if rec.SequenceKey != "" {
+		after := dash(rec.After)
+		if rec.State == producer.StateWaiting && len(rec.WaitingFor) > 0 {
+			after += " (waiting for it to end)"
+		}
+		fields = append(fields, field{"sequence", rec.SequenceKey}, field{"after", after})
+		if rec.Halted {
+			fields = append(fields, field{"halted", "yes: the job before it died; 'workq sequence resume' runs it"})
+		} else if rec.HaltOnDead {
+			fields = append(fields, field{"halts if the job before dies", "yes"})
 		}
 	}
 	if !rec.ProgressAt.IsZero() {

@@ -81,10 +81,11 @@ func (r *Releaser) SequenceEnded(ctx context.Context, rec *record.Record) (ended
 
 // endedInSequence tells the successor of rec, a sequence's job that ended, that it
 // did (SequenceEnded): a job that died fails it (the key halts there if the
-// successor says so), a job done or cancelled lets it go. Then the links that named rec go: its successor
-// key, and the key's tail if rec is still the last job. Both reads come after rec's
-// terminal write, so a successor enqueued before it is found here, and one enqueued
-// after it finds rec ended (Producer's enqueue tells it then).
+// successor says so), a job done or cancelled lets it go. Then the links that named
+// rec go: its successor link, and the key's tail if rec is still the last job and
+// did not die (a dead last job's tail stays for the next enqueue to see). Both reads
+// come after rec's terminal write, so a successor enqueued before it is found here,
+// and one enqueued after it finds rec ended (Producer's enqueue tells it then).
 func (r *Releaser) endedInSequence(ctx context.Context, rec *record.Record) error {
 	if !rec.State.Terminal() {
 		return fmt.Errorf("sequence %q: job %s has not ended (%s)", rec.SequenceKey, rec.ID, rec.State)
@@ -102,6 +103,11 @@ func (r *Releaser) endedInSequence(ctx context.Context, rec *record.Record) erro
 			return fmt.Errorf("sequence %q: %w", rec.SequenceKey, err)
 		}
 		return r.Store.DeleteKey(ctx, NextKey(rec.ID), nextRev)
+	}
+	if dead {
+		// The key's last job died: the tail stays, so that a job enqueued next with
+		// HaltOnDead halts there (until the record expires).
+		return nil
 	}
 	tail, tailRev, err := ReadLink(ctx, r.Store, TailKey(rec.SequenceKey))
 	if err != nil || tail == nil || tail.Job != rec.ID {
