@@ -108,6 +108,7 @@ var flashes = map[string]string{
 	"resumed":            "Queue resumed.",
 	"cancelled":          "Job cancelled.",
 	"workflow-cancelled": "Workflow cancelled: its tasks that had not ended will not run (again).",
+	"sequence-resumed":   "Sequence resumed: its halted job runs, and the key goes on.",
 	"requeued":           "Requeued %d dead letter(s).",
 	"purged":             "Purged %d dead letter(s).",
 	"schedule-paused":    "Schedule paused.",
