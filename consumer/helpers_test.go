@@ -183,3 +183,30 @@ func (f *flaky) check(t *testing.T) {
 		}
 	}
 }
+
+// doomedWorker runs worker "A" on queue q over a connection of its own, with opts
+// and a handler that holds every job until the worker stops; started receives a
+// value as each job starts. die is its process's death: its connection closes (from
+// then on nothing of it reaches the server) and the worker stops.
+func doomedWorker(t *testing.T, env *testenv.Env, q string, opts []consumer.Option) (started <-chan struct{}, die func()) {
+	t.Helper()
+	nc := env.Conn(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := make(chan struct{}, 1)
+	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		s <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}), append(opts, consumer.Name("A"), consumer.DrainTimeout(0))...)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return s, func() {
+		nc.Close()
+		stop()
+		<-done
+	}
+}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
@@ -381,23 +379,10 @@ func TestSequenceKilledWorker(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
-	ncA := env.Conn(t)
-	jsA, err := jetstream.New(ncA)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const q = "seq-killed"
 	p := newProducer(t, js, q)
 	opts := []consumer.Option{consumer.AckWait(time.Second), consumer.Concurrency(2)}
-	aStarted := make(chan struct{}, 1)
-	wA := newWorker(t, jsA, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
-		aStarted <- struct{}{}
-		<-ctx.Done()
-		return ctx.Err()
-	}), append(opts, consumer.Name("A"), consumer.DrainTimeout(0))...)
-	ctxA, stopA := context.WithCancel(context.Background())
-	doneA := make(chan error, 1)
-	go func() { doneA <- wA.Run(ctxA) }()
+	aStarted, dieA := doomedWorker(t, env, q, opts)
 	ctx := testenv.Context(t, 60*time.Second)
 	for _, id := range []string{"a", "b"} {
 		if _, err := p.Enqueue(ctx, nil, producer.ID(id), producer.Sequence("k")); err != nil {
@@ -409,9 +394,7 @@ func TestSequenceKilledWorker(t *testing.T) {
 		r := status(t, p, "a")
 		return r.State == producer.StateRunning && r.Worker.Name == "A"
 	})
-	ncA.Close() // the process "dies": nothing more from A reaches the server
-	stopA()
-	<-doneA
+	dieA() // the process "dies": nothing more from A reaches the server
 	killed := time.Now()
 
 	s := newSeqRecorder()

@@ -175,23 +175,10 @@ func TestKilledWorkerJobIsRedelivered(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
 	js := env.JetStream(t)
-	ncA := env.Conn(t)
-	jsA, err := jetstream.New(ncA)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const q = "killed"
 	p := newProducer(t, js, q)
 	opts := []consumer.Option{consumer.AckWait(time.Second), consumer.Concurrency(1)}
-	aStarted := make(chan struct{}, 1)
-	wA := newWorker(t, jsA, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
-		aStarted <- struct{}{}
-		<-ctx.Done()
-		return ctx.Err()
-	}), append(opts, consumer.Name("A"), consumer.DrainTimeout(0))...)
-	ctxA, stopA := context.WithCancel(context.Background())
-	doneA := make(chan error, 1)
-	go func() { doneA <- wA.Run(ctxA) }()
+	aStarted, dieA := doomedWorker(t, env, q, opts)
 	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("k1")); err != nil {
 		t.Fatal(err)
 	}
@@ -200,9 +187,7 @@ func TestKilledWorkerJobIsRedelivered(t *testing.T) {
 		r, err := p.Status(testenv.Context(t, 5*time.Second), "k1")
 		return err == nil && r.State == producer.StateRunning && r.Worker.Name == "A"
 	})
-	ncA.Close() // the process "dies": nothing more from A reaches the server
-	stopA()
-	<-doneA
+	dieA() // the process "dies": nothing more from A reaches the server
 
 	var attempts []int
 	wB := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {

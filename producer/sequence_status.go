@@ -32,6 +32,23 @@ type SequenceInfo struct {
 	Jobs []*Record `json:"jobs,omitempty"`
 }
 
+// count adds r, a job of the key that has not ended (or was cancelled while it
+// waited, which counts for nothing), to s.
+func (s *SequenceInfo) count(r *Record) {
+	switch {
+	case r.State == StateCancelled:
+	case r.Halted:
+		s.Halted, s.HaltedAfter = r.ID, r.After
+	case r.State == StateWaiting:
+		s.Waiting++
+		if s.OldestWaiting.IsZero() || r.EnqueuedAt.Before(s.OldestWaiting) {
+			s.OldestWaiting = r.EnqueuedAt
+		}
+	default:
+		s.Active = r.ID
+	}
+}
+
 // Sequences lists the sequence keys that have jobs not ended, by key, reading every
 // record of the queue (as Jobs does).
 func (p *Producer) Sequences(ctx context.Context) ([]SequenceInfo, error) {
@@ -48,17 +65,7 @@ func (p *Producer) Sequences(ctx context.Context) ([]SequenceInfo, error) {
 			s = &SequenceInfo{Key: j.SequenceKey}
 			byKey[j.SequenceKey] = s
 		}
-		switch {
-		case j.Halted:
-			s.Halted, s.HaltedAfter = j.ID, j.After
-		case j.State == StateWaiting:
-			s.Waiting++
-			if s.OldestWaiting.IsZero() || j.EnqueuedAt.Before(s.OldestWaiting) {
-				s.OldestWaiting = j.EnqueuedAt
-			}
-		default:
-			s.Active = j.ID
-		}
+		s.count(&j.Record)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("producer: sequences of queue %s: %w", p.names.Queue, err)
@@ -107,18 +114,7 @@ func (p *Producer) SequenceStatus(ctx context.Context, key string) (*SequenceInf
 	}
 	slices.Reverse(jobs)
 	for _, r := range jobs {
-		switch {
-		case r.State == StateCancelled:
-		case r.Halted:
-			s.Halted, s.HaltedAfter = r.ID, r.After
-		case r.State == StateWaiting:
-			s.Waiting++
-			if s.OldestWaiting.IsZero() || r.EnqueuedAt.Before(s.OldestWaiting) {
-				s.OldestWaiting = r.EnqueuedAt
-			}
-		default:
-			s.Active = r.ID
-		}
+		s.count(r)
 	}
 	s.Jobs = jobs
 	return s, nil
