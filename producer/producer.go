@@ -35,8 +35,9 @@ type Producer struct {
 	uniques queue.LazyUniques  // the unique bucket, opened by the first unique enqueue
 	flows   *workflow.Releaser // tells a cancelled workflow task's dependents
 	// workflowStep, when set (by tests), is called before each write of
-	// EnqueueWorkflow with the step ("record", "held", "root") and the task's index;
-	// an error it returns fails that write.
+	// EnqueueWorkflow with the step ("record", "root") and the task's index, and
+	// before a sequenced enqueue's batch ("sequence-batch", its try); an error it
+	// returns fails that write.
 	workflowStep func(step string, n int) error
 }
 

@@ -143,6 +143,11 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 		if err != nil {
 			return JobInfo{ID: j.ID}, err
 		}
+		if p.workflowStep != nil {
+			if err := p.workflowStep("sequence-batch", round); err != nil {
+				return JobInfo{ID: j.ID}, err
+			}
+		}
 		_, err = groupcommit.Atomic(ctx, p.js, append(msgs, create))
 		if errors.Is(err, groupcommit.ErrRefused) {
 			continue // another enqueue of the key, or the job before, moved: read again
@@ -179,20 +184,30 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 }
 
 // tellIfEnded tells job id, which waits for job pred, that pred ended, if it has
-// (as a sequence's job ends: Releaser.SequenceEnded).
+// (as a sequence's job ends: Releaser.SequenceEnded). It finishes pred's end as
+// pred's own end does (Releaser.Ended): that end ran before id's link was written,
+// found no successor, and left the link for this enqueue to tell and drop.
 func (p *Producer) tellIfEnded(ctx context.Context, id, pred string) error {
 	cur, err := p.records.Get(ctx, pred)
 	switch {
 	case errors.Is(err, record.ErrNotFound) || errors.Is(err, record.ErrCorrupt):
-		return p.flows.TellJob(ctx, id, pred, false, nil)
+		// Expired or removed: it ended long ago.
+		if err := p.flows.TellJob(ctx, id, pred, false, nil); err != nil {
+			return err
+		}
+		_, rev, err := workflow.ReadLink(ctx, p.records, workflow.NextKey(pred))
+		if err != nil {
+			return err
+		}
+		return p.records.DeleteKey(ctx, workflow.NextKey(pred), rev)
 	case err != nil:
 		return err
 	}
-	ended, dead, err := p.flows.SequenceEnded(ctx, cur)
+	ended, _, err := p.flows.SequenceEnded(ctx, cur)
 	if err != nil || !ended {
 		return err
 	}
-	return p.flows.TellJob(ctx, id, pred, dead, nil)
+	return p.flows.Ended(ctx, cur)
 }
 
 // finishSequenced finishes, for the key's new enqueue, what an enqueue of rec (the
@@ -214,17 +229,25 @@ func (p *Producer) finishSequenced(ctx context.Context, rec *record.Record) erro
 }
 
 // sequencedDuplicate answers a sequenced enqueue whose job id has a record: the job
-// was enqueued before (by this enqueue, retried, or another). One left queued and
-// never published is published now.
+// was enqueued before (by this enqueue, retried, or another). What an enqueue of it
+// that failed may have left undone is finished now: one left queued and never
+// published is published, one left waiting for a job that ended is told.
 func (p *Producer) sequencedDuplicate(ctx context.Context, id string) (JobInfo, error) {
 	rec, err := p.records.Get(ctx, id)
 	if err != nil {
 		return JobInfo{ID: id}, err
 	}
-	if rec.State == record.Queued && rec.Attempt == 0 {
+	switch {
+	case rec.State == record.Queued && rec.Attempt == 0:
 		if err := p.flows.Release(ctx, rec); err != nil {
 			return JobInfo{ID: id}, err
 		}
+	case rec.State == record.Waiting && rec.After != "" && len(rec.WaitingFor) > 0:
+		// An enqueue of it that failed after its batch may not have told it that the
+		// job before it ended.
+		if err := p.tellIfEnded(ctx, id, rec.After); err != nil {
+			return JobInfo{ID: id}, err
+		}
 	}
-	return JobInfo{ID: id, Sequence: rec.Sequence, Duplicate: true}, nil
+	return JobInfo{ID: id, Sequence: rec.Sequence, Duplicate: true, Waiting: rec.State == record.Waiting}, nil
 }

@@ -1,0 +1,657 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/producer"
+)
+
+// Sequences (producer.Sequence) under the same chaos as the workflow runs: jobs of
+// many keys are enqueued, each key's in order (job i once job i-1 is confirmed; keys
+// interleave, from several goroutines), the first few of each key before the
+// workers start, the rest while they run. Worker processes (this test binary as a
+// Go worker: workerproc_test.go) are SIGKILLed and replaced every couple of
+// seconds, while the single server is SIGKILLed and restarted on its store once,
+// or a 3-node cluster loses a stream leader (the records bucket's first: it holds
+// the sequences' links and takes their tellings). Each job's handler logs its run
+// and commits "<id> <fencing token>".
+//
+// From the complete history of the records and the workers' run logs the check
+// asserts, per key and job: the job's record names its key, and as the job it
+// waits for (after) the key's job before it, or none only if that one had ended
+// before it was created (and the first job of a key none); it was created waiting
+// for that job (else never waiting), left waiting once, after that job's done write,
+// and was never claimed while waiting; it ended once, done, with a result naming a
+// run of it that started; every claim of it (running writes: fencing tokens and
+// record revisions are one sequence, the records stream's) and every run the workers
+// logged came after the done write of the job before it (by revision, and by the
+// clock for a run's start), and none after its own done write. The queue ends empty.
+
+// seqScale sizes the sequence runs: short by default (CI), full with
+// WORKQ_CHAOS=full. The rest (AckWait, the kill period) is sizes()'s. The short
+// runs together add about 30 s to CI, most of it the server's restart and the
+// leader's election, and the last jobs of keys that a worker's kill held up for
+// AckWait.
+type seqScale struct {
+	keys, perKey  int // keys, jobs per key
+	workers, conc int // Go worker processes, concurrency each
+	producers     int // goroutines enqueueing, each a share of the keys
+	upFront       int // rounds (one job of every key) enqueued before the workers start
+	lead          int // rounds the enqueue may then be ahead of the jobs ended
+	serverKills   []float64
+	leaderKills   []float64
+	budget        time.Duration
+}
+
+func seqSizes() seqScale {
+	if os.Getenv("WORKQ_CHAOS") == "full" {
+		return seqScale{keys: 500, perKey: 40, workers: 4, conc: 8, producers: 32, upFront: 10, lead: 4,
+			serverKills: []float64{0.5}, leaderKills: []float64{0.3, 0.65}, budget: 10 * time.Minute}
+	}
+	return seqScale{keys: 40, perKey: 10, workers: 3, conc: 4, producers: 10, upFront: 4, lead: 3,
+		serverKills: []float64{0.5}, leaderKills: []float64{0.4}, budget: 2 * time.Minute}
+}
+
+// The worker processes of these runs run seqHandler (goHandlers, workerproc_test.go).
+func init() { goHandlers["sequence"] = seqHandler }
+
+// seqPlan is what a run enqueues: jobs[k][i] is the i-th job of keys[k].
+type seqPlan struct {
+	keys []string
+	jobs [][]string
+}
+
+// newSeqPlan names the keys and jobs: half the keys are any text (spaces, '@', a
+// non-ASCII letter: their links' bucket keys are encoded), half plain tokens.
+func newSeqPlan(keys, perKey int) seqPlan {
+	var p seqPlan
+	for k := range keys {
+		key := fmt.Sprintf("k%03d", k)
+		if k%2 == 1 {
+			key = fmt.Sprintf("customer %03d@exämple.com", k)
+		}
+		p.keys = append(p.keys, key)
+		ids := make([]string, perKey)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("s%03d-%03d", k, i)
+		}
+		p.jobs = append(p.jobs, ids)
+	}
+	return p
+}
+
+func (p seqPlan) size() int { return len(p.keys) * len(p.jobs[0]) }
+
+// seqSleep is how long job id's handler works: 2 to 6 ms, 150 ms for one job in 16
+// (so that the kills catch runs in the middle).
+func seqSleep(id string) time.Duration {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	s := h.Sum32()
+	if s%16 == 0 {
+		return 150 * time.Millisecond
+	}
+	return time.Duration(2+s%5) * time.Millisecond
+}
+
+// seqHandler runs a sequence's job in a worker process: it logs the run, works a few
+// ms and commits "<id> <token>".
+func seqHandler(runLog *os.File, worker string) consumer.Handler {
+	return consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		start := time.Now()
+		token, err := j.FencingToken(ctx)
+		if err != nil {
+			return err
+		}
+		if err := logRun(runLog, j, worker, token, start); err != nil {
+			return err
+		}
+		select {
+		case <-time.After(seqSleep(j.ID())):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		j.SetResult(fmt.Appendf(nil, "%s %d", j.ID(), token))
+		return nil
+	})
+}
+
+func TestChaosSequenceSingleNode(t *testing.T) { chaosSequence(t, 1) }
+
+func TestChaosSequenceCluster(t *testing.T) { chaosSequence(t, 3) }
+
+// enqueueStats are what the enqueueing goroutines met.
+type enqueueStats struct {
+	retries, duplicates atomic.Int64
+}
+
+// enqueueSequences enqueues rounds from to to of plan's jobs from producers
+// goroutines, each a share of the keys, round by round (job i of each of its keys,
+// then job i+1): a job only once the one before it of its key is confirmed, retried
+// with its id until it is (the first ten retries are logged with logf). A round
+// starts once the jobs ended (ended()) are within lead rounds of it.
+func enqueueSequences(ctx context.Context, p *producer.Producer, plan seqPlan, from, to, producers, lead int, ended func() int, st *enqueueStats, logf func(string, ...any)) error {
+	errs := make(chan error, producers)
+	for g := range producers {
+		go func() {
+			for i := from; i < to; i++ {
+				for ended() < (i-lead)*len(plan.keys) {
+					if ctx.Err() != nil {
+						errs <- fmt.Errorf("round %d: %w", i, ctx.Err())
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				for k := g; k < len(plan.keys); k += producers {
+					id := plan.jobs[k][i]
+					for {
+						// Each try has 3 s: one whose request or reply a server's kill
+						// lost would otherwise hold its key's later jobs back for as
+						// long as it waits.
+						tried := time.Now()
+						ectx, cancel := context.WithTimeout(ctx, 3*time.Second)
+						info, err := p.Enqueue(ectx, []byte(id), producer.ID(id), producer.Sequence(plan.keys[k]))
+						cancel()
+						if err == nil {
+							if info.Duplicate {
+								st.duplicates.Add(1)
+							}
+							break
+						}
+						if ctx.Err() != nil {
+							errs <- fmt.Errorf("job %s never confirmed: %w", id, err)
+							return
+						}
+						if n := st.retries.Add(1); n <= 10 {
+							logf("enqueue of job %s retried after %s: %v", id, time.Since(tried).Round(time.Millisecond), err)
+						}
+						time.Sleep(100 * time.Millisecond)
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var err error
+	for range producers {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// chaosSequence runs the sequences on one nats-server (SIGKILLed and restarted on
+// its store) or a 3-node cluster with an R3 queue (stream leaders SIGKILLed), worker
+// processes SIGKILLed and replaced all along.
+func chaosSequence(t *testing.T, servers int) {
+	sc, ss := sizes(), seqSizes()
+	begin := time.Now()
+	dir := workDir(t)
+	q, where := "seq", "one nats-server"
+	popts := []producer.Option{producer.GroupCommit(true)}
+	if servers > 1 {
+		q, where = "seqr3", fmt.Sprintf("a %d-node cluster, R3 queue", servers)
+		popts = []producer.Option{producer.Replicas(servers)}
+	}
+	nodes := newNodes(t, dir, servers)
+	for _, n := range nodes {
+		n.start(t)
+	}
+	url := urls(nodes)
+	nc, js := connect(t, url)
+	waitJetStream(t, js, 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), ss.budget)
+	defer cancel()
+	var p *producer.Producer
+	waitUntil(t, 60*time.Second, "the queue to be created", func() bool {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		var err error
+		p, err = producer.New(pctx, js, q, popts...)
+		return err == nil
+	})
+	o := observe(t, url, js, q)
+
+	plan := newSeqPlan(ss.keys, ss.perKey)
+	n := plan.size()
+	var est enqueueStats
+	logf := func(format string, args ...any) { t.Logf(format, args...) }
+	upFrontStart := time.Now()
+	if err := enqueueSequences(ctx, p, plan, 0, ss.upFront, ss.producers, ss.upFront, o.terminalJobs, &est, logf); err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+	upFrontTime := time.Since(upFrontStart)
+	wp := &workerPool{t: t, dir: dir, queue: q, url: url, ackWait: sc.ackWait, concurrency: ss.conc, program: goWorker("sequence")}
+	wp.start(ss.workers)
+	chaosStart := time.Now()
+	t.Logf("%s sequence run on %s: %d jobs over %d keys (%d each) enqueued by %d goroutines, %d a key up front (in %s), the rest during the run, at most %d a key ahead of the jobs ended; %d worker processes × %d, AckWait %s; up in %s",
+		sc.name, where, n, ss.keys, ss.perKey, ss.producers, ss.upFront, upFrontTime.Round(time.Millisecond), ss.lead, ss.workers, ss.conc, sc.ackWait,
+		chaosStart.Sub(begin).Round(time.Millisecond))
+
+	// The rest on a connection of its own, through the kills.
+	enqueued := make(chan error, 1)
+	_, pjs := connect(t, url)
+	go func() {
+		pp, err := producer.New(ctx, pjs, q, popts...)
+		if err != nil {
+			enqueued <- err
+			return
+		}
+		enqueued <- enqueueSequences(ctx, pp, plan, ss.upFront, ss.perKey, ss.producers, ss.lead, o.terminalJobs, &est, func(format string, args ...any) {
+			logf("%6.2fs "+format, append([]any{time.Since(chaosStart).Seconds()}, args...)...)
+		})
+	}()
+
+	// The records bucket first: it holds the links and takes the tellings.
+	streams := []string{"KV_WORKQ_" + q + "_JOBS", "WORKQ_" + q}
+	var windows []window
+	var lk *leaderKill // under way: the workers' kills go on meanwhile
+	kills, serverKills, leaderKills, killSlot := 0, 0, 0, 0
+	var enqueueTime time.Duration
+	enqueueDone := false
+	nextKill := time.Now().Add(sc.killEvery)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if !enqueueDone {
+			select {
+			case err := <-enqueued:
+				if err != nil {
+					t.Fatalf("enqueue: %v", err)
+				}
+				enqueueDone, enqueueTime = true, time.Since(chaosStart)
+				t.Logf("%6.2fs every job enqueued (%d enqueues retried, %d answered duplicate)", enqueueTime.Seconds(), est.retries.Load(), est.duplicates.Load())
+			default:
+			}
+		}
+		// While a leader kill is under way, what was heard: reading back what was not
+		// waits for the stream's leader.
+		done := o.terminalJobs()
+		if lk == nil {
+			done = o.finishedJobs(nc, js)
+		}
+		if enqueueDone && done >= n {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("after %s: %d of %d jobs ended; %d worker kills, %d server kills, %d leader kills; logs in %s\n%s",
+				ss.budget, done, n, kills, serverKills, leaderKills, dir, seqUnfinished(o, plan))
+		}
+		share := float64(done) / float64(n)
+		progress := fmt.Sprintf("%d/%d jobs ended", done, n)
+		if lk != nil {
+			if w, ok := lk.step(t, js, o); ok {
+				windows, lk = append(windows, w), nil
+			}
+		}
+		switch {
+		case servers == 1 && serverKills < len(ss.serverKills) && share >= ss.serverKills[serverKills]:
+			serverKills++
+			windows = append(windows, restartServer(t, nodes[0], js, o, fmt.Sprintf("nats-server kill %d", serverKills), chaosStart, progress))
+		case servers > 1 && lk == nil && leaderKills < len(ss.leaderKills) && share >= ss.leaderKills[leaderKills]:
+			leaderKills++
+			lk = startLeaderKill(t, js, nodes, streams, leaderKills, chaosStart, progress)
+		case time.Now().After(nextKill):
+			old, nw := wp.replace(killSlot)
+			kills++
+			t.Logf("%6.2fs SIGKILL %s, started %s (%s)", time.Since(chaosStart).Seconds(), old.name, nw.name, progress)
+			killSlot = (killSlot + 1) % ss.workers
+			nextKill = time.Now().Add(sc.killEvery)
+		}
+		<-tick.C
+	}
+	processing := time.Since(chaosStart)
+	for lk != nil { // every job ended before the cluster was whole again
+		if w, ok := lk.step(t, js, o); ok {
+			windows, lk = append(windows, w), nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitJobsAcked(t, js, q, 10*sc.ackWait)
+	wp.stopAll(30 * time.Second)
+
+	f, sf := checkSequences(t, q, nc, js, o, wp, plan, windows)
+	if servers > 1 {
+		f.pauses = pausesAround(o, windows)
+	}
+	t.Logf("%s sequence run on %s: %d worker kills, %d server kills, %d leader kills; enqueue %s (%d retried, %d duplicate), processing %s, total %s\n%s\n%s%s",
+		sc.name, where, kills, serverKills, leaderKills, enqueueTime.Round(time.Millisecond), est.retries.Load(), est.duplicates.Load(),
+		processing.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), seqTimes(o, plan), sf, f)
+}
+
+// seqTimes sums up the sequences' pace from the records' history: the longest waits
+// between a job's predecessor's done write and its release (a worker that dies
+// between its commit and the telling leaves that to the next delivery, an AckWait
+// later), and between its release (or its create, queued) and its first claim.
+func seqTimes(o *observer, plan seqPlan) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	byKey := map[string][]*revision{}
+	for _, r := range o.revs {
+		byKey[r.key] = append(byKey[r.key], r)
+	}
+	var tell, claim time.Duration
+	var tellJob, claimJob string
+	for _, ids := range plan.jobs {
+		var prevDone time.Time
+		for _, id := range ids {
+			revs := byKey[id]
+			slices.SortFunc(revs, func(a, b *revision) int { return cmp.Compare(a.seq, b.seq) })
+			var queued, claimed, done time.Time
+			for _, r := range revs {
+				switch {
+				case r.rec.State == "queued" && queued.IsZero():
+					queued = r.at
+				case r.rec.State == "running" && claimed.IsZero():
+					claimed = r.at
+				case r.rec.State == "done":
+					done = r.at
+				}
+			}
+			if len(revs) > 0 && revs[0].rec.State == "waiting" && !prevDone.IsZero() && !queued.IsZero() {
+				if d := queued.Sub(prevDone); d > tell {
+					tell, tellJob = d, id
+				}
+			}
+			if !queued.IsZero() && !claimed.IsZero() {
+				if d := claimed.Sub(queued); d > claim {
+					claim, claimJob = d, id
+				}
+			}
+			prevDone = done
+		}
+	}
+	return fmt.Sprintf("longest from a job's predecessor done to its release: %s (%s: %s); from a release to the first claim: %s (%s: %s)",
+		tell.Round(time.Millisecond), tellJob, history(byKey[tellJob]), claim.Round(time.Millisecond), claimJob, history(byKey[claimJob]))
+}
+
+// seqUnfinished lists the jobs whose latest revision heard has not ended, with
+// their history.
+func seqUnfinished(o *observer, plan seqPlan) string {
+	var b strings.Builder
+	listed := 0
+	for k, ids := range plan.jobs {
+		for _, id := range ids {
+			o.mu.Lock()
+			l := o.latest[id]
+			o.mu.Unlock()
+			if l != nil && terminal(l) {
+				continue
+			}
+			if listed++; listed > 40 {
+				b.WriteString("  … and more\n")
+				return b.String()
+			}
+			fmt.Fprintf(&b, "  %s (key %q): %s\n", id, plan.keys[k], o.historyOf(id))
+		}
+	}
+	return b.String()
+}
+
+// linkHistory is a link key's writes, for a message.
+func linkHistory(revs []*revision) string {
+	var s []string
+	for _, r := range revs {
+		op := r.op
+		if op == "" {
+			op = string(r.raw)
+		}
+		s = append(s, fmt.Sprintf("rev %d (prev %d) %s %s", r.seq, r.prev, r.at.Format("15:04:05.000"), op))
+	}
+	return "[" + strings.Join(s, "; ") + "]"
+}
+
+// linkedJobs is, for a message, the history of the job link (at key) names, and of
+// the job whose successor it is, for a successor link.
+func linkedJobs(byKey map[string][]*revision, key string, link *revision) string {
+	var s string
+	if pred, ok := strings.CutPrefix(key, "==.next."); ok { // a plain id is its own token
+		s = fmt.Sprintf("; job %s: %s", pred, history(byKey[pred]))
+	}
+	var l struct {
+		Job string `json:"job"`
+	}
+	if json.Unmarshal(link.raw, &l) == nil && l.Job != "" {
+		s += fmt.Sprintf("; job %s: %s", l.Job, history(byKey[l.Job]))
+	}
+	return s
+}
+
+func hasRun(byToken map[uint64]run, token uint64) bool { _, ok := byToken[token]; return ok }
+
+// seqFields are the sequence's fields of a job record.
+type seqFields struct {
+	Key   string `json:"sequence_key"`
+	After string `json:"after"`
+}
+
+// seqFigures are what the check counts beyond figures.
+type seqFigures struct {
+	createdWaiting int // jobs enqueued while the job before them had not ended
+	createdQueued  int // jobs (not a key's first) enqueued after the one before them ended
+	linkKeys       int // keys of tails and successor links written
+	linksLeft      int // of them, still there at the end: a violation (no job dies, so no tail stays)
+}
+
+func (s seqFigures) String() string {
+	return fmt.Sprintf("jobs created waiting for the one before them %d, created queued (the one before had ended) %d; sequence links (tails, successors) %d keys, %d left at the end\n",
+		s.createdWaiting, s.createdQueued, s.linkKeys, s.linksLeft)
+}
+
+// checkSequences checks the run from the complete history of the records and the
+// workers' run logs (see the top of this file).
+func checkSequences(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *observer, wp *workerPool, plan seqPlan, windows []window) (figures, seqFigures) {
+	t.Helper()
+	var f figures
+	var sf seqFigures
+	f.jobs = plan.size()
+	unknownRev := completeHistory(t, nc, js, o, windows, &f)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	byKey := map[string][]*revision{}
+	for _, r := range o.revs {
+		byKey[r.key] = append(byKey[r.key], r)
+	}
+	for _, revs := range byKey {
+		slices.SortFunc(revs, func(a, b *revision) int { return cmp.Compare(a.seq, b.seq) })
+	}
+	runsOf := map[string][]run{}
+	for _, r := range wp.runs() {
+		runsOf[r.job] = append(runsOf[r.job], r)
+		f.runs++
+	}
+	for _, c := range deadLetters(t, js, q) {
+		f.deadLetters += c
+	}
+	if f.deadLetters != 0 {
+		t.Errorf("VIOLATION: %d dead letters; no job fails", f.deadLetters)
+	}
+	isJob := map[string]bool{}
+	for _, ids := range plan.jobs {
+		for _, id := range ids {
+			isJob[id] = true
+		}
+	}
+	for key, revs := range byKey {
+		switch {
+		case strings.HasPrefix(key, "==."):
+			// A tail or successor link (internal/workflow/sequence.go): the end that
+			// no longer needs it drops it, and no job dies here (a dead last job's tail
+			// stays), so none is left once every job ended.
+			sf.linkKeys++
+			if last := revs[len(revs)-1]; last.op == "" {
+				if sf.linksLeft++; sf.linksLeft <= 5 {
+					t.Errorf("VIOLATION: sequence link %s left at the end: %s; its writes: %s%s", key, last.raw, linkHistory(revs), linkedJobs(byKey, key, last))
+				}
+			}
+		case !isJob[key]:
+			t.Errorf("VIOLATION: a record for %s, no job enqueued: %s", key, history(revs))
+		}
+	}
+
+	for k, key := range plan.keys {
+		var before *revision // the done write of the key's job before this one
+		for i, id := range plan.jobs[k] {
+			revs, runs := byKey[id], runsOf[id]
+			desc := func() string {
+				s := "history: " + history(revs) + "; runs:"
+				for _, r := range runs {
+					s += fmt.Sprintf(" [attempt %d on %s, token %d, at %s]", r.attempt, r.worker, r.token, r.at.Format("15:04:05.000"))
+				}
+				if u := unknownRev[id]; len(u) > 0 {
+					s += fmt.Sprintf("; unheard revisions %v", u)
+				}
+				if i > 0 {
+					s += fmt.Sprintf("; the job before it, %s: %s", plan.jobs[k][i-1], history(byKey[plan.jobs[k][i-1]]))
+				}
+				return s
+			}
+			prevDone := before
+			before = nil
+			if len(runs) > 0 {
+				f.jobsRan++
+				f.extraRuns += len(runs) - 1
+			} else {
+				t.Errorf("VIOLATION (never ran): job %s (key %q) has no run; %s", id, key, desc())
+			}
+			tokens := distinctRuns(t, "job "+id, runs, &f, desc)
+			if len(revs) == 0 {
+				t.Errorf("VIOLATION (lost job): job %s (key %q) has no record; %s", id, key, desc())
+				continue
+			}
+			if i > 0 && prevDone == nil {
+				t.Errorf("VIOLATION: job %s (key %q) has a record, the job before it, %s, did not end done; %s", id, key, plan.jobs[k][i-1], desc())
+			}
+
+			// Its place in the sequence: its key, and the job it waits for, the same in
+			// every write (a claim carries them over).
+			var sq seqFields
+			for j, r := range revs {
+				var s seqFields
+				if err := json.Unmarshal(r.raw, &s); err != nil {
+					t.Errorf("VIOLATION: job %s: rev %d (op %q) is no record: %v; %s", id, r.seq, r.op, err, desc())
+					continue
+				}
+				if j == 0 {
+					sq = s
+				}
+				if s != sq || s.Key != key {
+					t.Errorf("VIOLATION: job %s: rev %d names key %q after %q, want key %q (and the after of rev %d, %q); %s",
+						id, r.seq, s.Key, s.After, key, revs[0].seq, sq.After, desc())
+				}
+			}
+			// The lowest revision known of the job: its create, or below it.
+			created := revs[0].seq
+			for _, s := range unknownRev[id] {
+				created = min(created, s)
+			}
+			var waitFor []string
+			switch {
+			case i == 0 && sq.After != "":
+				t.Errorf("VIOLATION: job %s, the first of key %q, waits for %q; %s", id, key, sq.After, desc())
+			case i == 0:
+			case sq.After == plan.jobs[k][i-1]:
+				sf.createdWaiting++
+				waitFor = []string{sq.After}
+			case sq.After != "":
+				t.Errorf("VIOLATION (out of order): job %s of key %q waits for %q, not %s, the job enqueued before it; %s", id, key, sq.After, plan.jobs[k][i-1], desc())
+			default:
+				sf.createdQueued++
+				if prevDone != nil && created <= prevDone.seq {
+					t.Errorf("VIOLATION (out of order): job %s of key %q was created at rev %d waiting for nothing, before the job before it, %s, was done at rev %d; %s",
+						id, key, created, plan.jobs[k][i-1], prevDone.seq, desc())
+				}
+			}
+			checkRelease(t, id, waitFor, waitFor, 0, revs, o.revs, desc)
+			// Released (its first write not waiting) after the job before it was done.
+			if prevDone != nil && waitFor != nil {
+				for _, r := range revs {
+					if r.rec.State != "waiting" {
+						if r.seq <= prevDone.seq {
+							t.Errorf("VIOLATION (released early): job %s left waiting at rev %d (%s), before the job before it, %s, was done at rev %d; %s",
+								id, r.seq, r.rec.State, plan.jobs[k][i-1], prevDone.seq, desc())
+						}
+						break
+					}
+				}
+			}
+
+			// It ended once, done.
+			var ends []*revision
+			for _, r := range revs {
+				if terminal(r) {
+					ends = append(ends, r)
+				}
+			}
+			final := revs[len(revs)-1]
+			switch {
+			case final.rec.State == "dead":
+				f.dead++
+				fallthrough
+			case final.rec.State != "done":
+				t.Errorf("VIOLATION: job %s (key %q) ended %s (%s), not done; %s", id, key, final.rec.State, final.rec.LastError, desc())
+				continue
+			case len(ends) != 1:
+				t.Errorf("VIOLATION (ended %d times): job %s (key %q); %s", len(ends), id, key, desc())
+				continue
+			}
+			f.done++
+			before = final
+			token, ok := resultToken(final.rec.Result)
+			switch {
+			case !ok || resultValue(final.rec.Result) != id:
+				t.Errorf("VIOLATION: job %s committed result %q, not its id and a token; %s", id, final.rec.Result, desc())
+			case !hasRun(tokens, token):
+				t.Errorf("VIOLATION: job %s committed on token %d, but no run with that token started; %s", id, token, desc())
+			}
+
+			// Order: every claim and every run of it after the job before it was done,
+			// and before its own done write.
+			for _, r := range revs {
+				if r.rec.State == "running" && prevDone != nil && r.seq <= prevDone.seq {
+					t.Errorf("VIOLATION (ran before the job before it ended): job %s claimed at rev %d (%s), the job before it, %s, was done at rev %d; %s",
+						id, r.seq, r.rec.Run, plan.jobs[k][i-1], prevDone.seq, desc())
+				}
+			}
+			for _, r := range runs {
+				if prevDone != nil && r.token <= prevDone.seq {
+					t.Errorf("VIOLATION (ran before the job before it ended): job %s ran on a claim at rev %d (attempt %d on %s), the job before it, %s, was done at rev %d; %s",
+						id, r.token, r.attempt, r.worker, plan.jobs[k][i-1], prevDone.seq, desc())
+				}
+				if prevDone != nil && !r.at.IsZero() && r.at.Before(prevDone.at) {
+					t.Errorf("VIOLATION (ran before the job before it ended): job %s: a run (token %d on %s) started %s before the job before it, %s, was done; %s",
+						id, r.token, r.worker, prevDone.at.Sub(r.at), plan.jobs[k][i-1], desc())
+				}
+				if r.token >= final.seq {
+					t.Errorf("VIOLATION (run after its commit): job %s ran on a claim at rev %d, after its done write at rev %d; %s", id, r.token, final.seq, desc())
+				}
+				if rv := o.revs[r.token]; rv != nil && (rv.key != id || rv.rec.State != "running") {
+					t.Errorf("VIOLATION: job %s ran with token %d, which is not a claim of it (rev %d is %s %s); %s", id, r.token, rv.seq, rv.key, rv.rec.State, desc())
+				}
+			}
+		}
+	}
+	f.reassigned = wp.logLines("was reassigned")
+	if left := jobsLeft(t, js, q); left != 0 {
+		t.Errorf("VIOLATION: the jobs stream WORKQ_%s holds %d messages after every job ended and the workers stopped:\n%s", q, left, leftover(js, q))
+	}
+	return f, sf
+}
