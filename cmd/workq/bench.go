@@ -51,8 +51,8 @@ the workq side and on the raw side alike, so the ratios compare like with like;
 (comma-separated URLs for a cluster); --replicas R then sets the replica count of
 everything the scenarios create (default 1).
 
-Scenarios (--scenario, comma separated; default all but workflow, backlog and
-schedule-burst):
+Scenarios (--scenario, comma separated; default all but workflow, sequence,
+backlog and schedule-burst):
   enqueue-single    producer.Enqueue vs js.Publish with a message id          (jobs/s)
   enqueue-batch     producer.EnqueueBatch vs js.PublishAsync, all acks awaited  (jobs/s)
   schedule-enqueue  delayed jobs (due in an hour), batch and single, vs raw @at
@@ -78,6 +78,12 @@ schedule-burst):
                     (EnqueueBatch), per --concurrency                          (jobs/s);
                     and a chain of --samples links: a parent's commit → its
                     dependent's start, vs a lone job's enqueue → start (both workq)
+  sequence          --jobs jobs over --sequence-keys keys (default 10 jobs a key),
+                    each key's in order, from the enqueue's start to the last
+                    commit, vs the same jobs without keys (EnqueueBatch), per
+                    --concurrency                                              (jobs/s);
+                    and one hot key of --samples+1 jobs: a job's commit → the
+                    next one's start, vs a lone job's enqueue → start (both workq)
   backlog           a worker draining --backlog-base then --backlog jobs: rate ratio
                     and the worker's peak RSS (the worker runs in a child process);
                     raw consume + ack likewise
@@ -117,9 +123,10 @@ under the table say what it holds.`,
 	fl := cmd.Flags()
 	fl.StringSliceVar(&c.Scenarios, "scenario", bench.DefaultScenarios, "scenarios to run: "+strings.Join(bench.Scenarios, ", "))
 	fl.IntVar(&c.Runs, "runs", 1, "runs of each scenario; the table shows medians")
-	fl.IntVar(&c.Jobs, "jobs", 20000, "jobs per throughput scenario (enqueue, process), tasks of the workflow fan-out/fan-in, and operations for the limiter")
-	fl.IntVar(&c.Samples, "samples", 300, "samples per latency scenario (latency, wait, lock) and links of the workflow chain")
-	fl.IntSliceVar(&c.Concurrency, "concurrency", []int{8, 32, 128}, "worker concurrencies for the process and workflow scenarios")
+	fl.IntVar(&c.Jobs, "jobs", 20000, "jobs per throughput scenario (enqueue, process), tasks of the workflow fan-out/fan-in, keyed jobs of the sequence drain, and operations for the limiter")
+	fl.IntVar(&c.SequenceKeys, "sequence-keys", 0, "keys the sequence scenario spreads --jobs over (0: --jobs/10, 10 jobs a key)")
+	fl.IntVar(&c.Samples, "samples", 300, "samples per latency scenario (latency, wait, lock), links of the workflow chain and handoffs of the sequence scenario's hot key")
+	fl.IntSliceVar(&c.Concurrency, "concurrency", []int{8, 32, 128}, "worker concurrencies for the process, workflow and sequence scenarios")
 	fl.IntSliceVar(&c.Prefetch, "prefetch", []int{0}, "worker prefetch for the process scenarios (0: the default, adaptive)")
 	fl.DurationVar(&c.AckWait, "ack-wait", time.Second, "AckWait of the redelivery scenario")
 	fl.IntVar(&c.Redeliveries, "redeliveries", 3, "stalls per run of the redelivery scenario")
@@ -156,6 +163,8 @@ func (f *benchFlags) validate() error {
 		return fmt.Errorf("--runs %d: want at least 1", f.cfg.Runs)
 	case f.cfg.Jobs < 10:
 		return fmt.Errorf("--jobs %d: want at least 10", f.cfg.Jobs)
+	case f.cfg.SequenceKeys < 0 || f.cfg.SequenceKeys > f.cfg.Jobs:
+		return fmt.Errorf("--sequence-keys %d: want 1 to --jobs (%d), or 0 for --jobs/10", f.cfg.SequenceKeys, f.cfg.Jobs)
 	case f.cfg.Samples < 1 || f.cfg.Redeliveries < 1:
 		return errors.New("--samples and --redeliveries: want at least 1")
 	case f.cfg.AckWait < 100*time.Millisecond:

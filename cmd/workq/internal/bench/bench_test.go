@@ -322,6 +322,35 @@ func TestWorkflowScenario(t *testing.T) {
 		"workflow release vs lone job start (workq): p50 ms":                            "ratio ≤ 2",
 		"workflow release vs lone job start (workq): p99 ms":                            "",
 	}
+	checkRows(t, rep, want)
+}
+
+// The sequence scenario, run as `workq bench --scenario sequence` runs it, tiny: its
+// rows come out with both columns, a ratio and their targets. The scenario itself
+// fails when a keyed job did not wait for the one before it (it reads their records),
+// and the handoff when a job of its hot key did not wait at all.
+func TestSequenceScenario(t *testing.T) {
+	t.Parallel()
+	e, ctx := testEnv(t, 2*time.Minute)
+	srv := bench.External(ctx, e, "test", func() {})
+	defer srv.Close()
+	rep, err := bench.Run(ctx, srv, bench.Config{Scenarios: []string{"sequence"}, Runs: 1, Jobs: 200, Samples: 20, Concurrency: []int{4}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"sequence: 200 jobs over 20 keys vs plain jobs (workq, c=4): jobs/s":     "ratio ≥ 0.8",
+		"sequence: 200 jobs over 20 keys vs plain jobs (workq, c=4): enqueue ms": "",
+		"sequence handoff vs lone job start (workq): p50 ms":                     "ratio ≤ 2",
+		"sequence handoff vs lone job start (workq): p99 ms":                     "",
+	}
+	checkRows(t, rep, want)
+}
+
+// checkRows checks that rep has the rows of want (scenario: metric → target) and no
+// others, each with both columns, a ratio and its target, and notes where it has one.
+func checkRows(t *testing.T, rep bench.Report, want map[string]string) {
+	t.Helper()
 	for _, r := range rep.Results {
 		k := r.Scenario + ": " + r.Metric
 		target, ok := want[k]

@@ -3,14 +3,15 @@ package bench
 import "time"
 
 // Scenarios are the scenarios Run knows, in the order `workq bench` lists them.
-// The last three are not in DefaultScenarios.
-var Scenarios = []string{"enqueue-single", "enqueue-batch", "schedule-enqueue", "process-unfenced", "process-fenced", "process-priority", "latency", "wait", "redelivery", "lock", "limiter", "workflow", "backlog", "schedule-burst"}
+// The last four are not in DefaultScenarios.
+var Scenarios = []string{"enqueue-single", "enqueue-batch", "schedule-enqueue", "process-unfenced", "process-fenced", "process-priority", "latency", "wait", "redelivery", "lock", "limiter", "workflow", "sequence", "backlog", "schedule-burst"}
 
 // DefaultScenarios are the scenarios run when none are named: all but workflow,
-// backlog and schedule-burst, which are long (a workflow of --jobs tasks per
-// concurrency, about a minute a run at the defaults on 2 cores; a million jobs deep;
-// 100 000 due at once).
-var DefaultScenarios = Scenarios[:len(Scenarios)-3]
+// sequence, backlog and schedule-burst, which are long (a workflow of --jobs tasks
+// per concurrency, about a minute a run at the defaults on 2 cores; --jobs keyed
+// jobs per concurrency, each enqueue an atomic batch of the records bucket, over a
+// minute a run at the defaults; a million jobs deep; 100 000 due at once).
+var DefaultScenarios = Scenarios[:len(Scenarios)-4]
 
 // Config is what Run runs: which scenarios, how often and how big. `workq bench`
 // fills it from its flags, which hold the defaults (named below) and check the
@@ -23,16 +24,20 @@ type Config struct {
 	// spread of the ratio (--runs, default 1).
 	Runs int
 	// Jobs is the jobs per throughput scenario (enqueue, process), the tasks of the
-	// workflow scenario's fan-out/fan-in, and the operations of the limiter scenario
-	// (--jobs, default 20 000).
+	// workflow scenario's fan-out/fan-in, the keyed jobs of the sequence scenario's
+	// drain, and the operations of the limiter scenario (--jobs, default 20 000).
 	Jobs int
-	// Samples is the samples per latency scenario (latency, wait, lock, and the links
-	// of the workflow scenario's chain) (--samples, default 300).
+	// SequenceKeys is how many keys the sequence scenario's drain spreads its Jobs
+	// over, 1 to Jobs (--sequence-keys; 0, the default, is Jobs/10: 10 jobs a key).
+	SequenceKeys int
+	// Samples is the samples per latency scenario (latency, wait, lock, the links of
+	// the workflow scenario's chain, and the handoffs of the sequence scenario's hot
+	// key) (--samples, default 300).
 	Samples int
 	// Concurrency and Prefetch are the worker settings the process scenarios run
-	// with, one step per pair, and Concurrency the workflow scenario's fan-out/fan-in,
-	// one step each (--concurrency, default 8, 32, 128; --prefetch, default 0: the
-	// worker's adaptive default).
+	// with, one step per pair, and Concurrency the workflow scenario's fan-out/fan-in
+	// and the sequence scenario's drain, one step each (--concurrency, default 8, 32,
+	// 128; --prefetch, default 0: the worker's adaptive default).
 	Concurrency, Prefetch []int
 	// AckWait is the redelivery scenario's AckWait (--ack-wait, default 1s): each
 	// stall waits for it, so it sets how long the scenario takes.
@@ -60,4 +65,13 @@ type Config struct {
 	// workq side (--job-time, default 0: empty handlers). The raw side stays empty, so
 	// with a JobTime the process scenarios have no target.
 	JobTime time.Duration
+}
+
+// sequenceKeys is the keys of the sequence scenario's drain: SequenceKeys, or Jobs/10
+// when it is 0.
+func (c Config) sequenceKeys() int {
+	if c.SequenceKeys > 0 {
+		return c.SequenceKeys
+	}
+	return max(c.Jobs/10, 1)
 }

@@ -86,7 +86,7 @@ func EndToEnd(ctx context.Context, env Env, n int) (Latency, error) {
 	defer cc.Stop()
 
 	// workq: producer.Enqueue, a worker with an empty handler.
-	lone, err := newLoneJobs(ctx, env)
+	lone, err := newLoneJobs(ctx, env, empty)
 	if err != nil {
 		return res, err
 	}
@@ -133,14 +133,15 @@ type loneJobs struct {
 	stop   func() error // stops the worker
 }
 
-// newLoneJobs provisions a new queue and starts its worker; stop stops it.
-func newLoneJobs(ctx context.Context, env Env) (*loneJobs, error) {
+// newLoneJobs provisions a new queue and starts its worker, with handler h (empty,
+// but where a scenario holds one job of its own); stop stops it.
+func newLoneJobs(ctx context.Context, env Env, h consumer.Handler) (*loneJobs, error) {
 	q := queueName("bench-l")
 	p, err := producer.New(ctx, env.JS, q, env.producerOpts()...)
 	if err != nil {
 		return nil, err
 	}
-	w, err := consumer.New(ctx, env.JS, q, empty, env.workerOpts(consumer.Logger(quiet()))...)
+	w, err := consumer.New(ctx, env.JS, q, h, env.workerOpts(consumer.Logger(quiet()))...)
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +166,27 @@ func (l *loneJobs) run(ctx context.Context) (start time.Time, id string, err err
 		return start, "", fmt.Errorf("workq: %w", err)
 	}
 	return start, info.ID, nil
+}
+
+// starts runs n lone jobs after latencyWarm more, one at a time (run), and returns
+// each timed one's enqueue → start: from calling producer.Enqueue to its record's
+// StartedAt, stamped as its claim is written.
+func (l *loneJobs) starts(ctx context.Context, n int) ([]time.Duration, error) {
+	var starts []time.Duration
+	for i := range n + latencyWarm {
+		start, id, err := l.run(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := l.p.Status(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if i >= latencyWarm {
+			starts = append(starts, rec.StartedAt.Sub(start))
+		}
+	}
+	return starts, nil
 }
 
 // waitGone asks the server for the stream's message count until it is 0, without

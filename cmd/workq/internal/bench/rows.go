@@ -125,10 +125,40 @@ func fanOutRows(f FanOut) []Row {
 // releaseRows are the workflow release rows: a dependent's start after its parent's
 // commit against a lone job's start after its enqueue (target: p50 ratio ≤ 2).
 func releaseRows(l Latency) []Row {
+	return againstLoneStart(l, fmt.Sprintf("workq column: a chain of %d tasks, a parent's commit (finished_at) → its dependent's start (started_at)", l.N+1))
+}
+
+// handoffRows are the sequence handoff rows: a hot key's job's start after the
+// commit of the one before it against a lone job's start after its enqueue (target:
+// p50 ratio ≤ 2).
+func handoffRows(l Latency) []Row {
+	return againstLoneStart(l, fmt.Sprintf("workq column: %d jobs on one key, all enqueued (one EnqueueBatch, in order) while the first was held, so that each waited for the one before it; "+
+		"a job's commit (finished_at) → the next one's start (started_at)", l.N+1))
+}
+
+// againstLoneStart are the p50 and p99 rows of a start after another job's commit
+// (what the workq column holds: workq), against a lone job's start after its
+// enqueue, with the target p50 ratio ≤ 2.
+func againstLoneStart(l Latency, workq string) []Row {
 	rows := latencyRows(l, 0)
 	rows[0].Target = "ratio ≤ 2"
 	rows[0].check = func(r Row) bool { return r.Ratio <= 2 }
-	rows[0].Notes = []string{fmt.Sprintf("workq column: a chain of %d tasks, a parent's commit (finished_at) → its dependent's start (started_at); "+
-		"raw column: a lone job, producer.Enqueue called → its start (started_at), one at a time on the same queue and worker", l.N+1)}
+	rows[0].Notes = []string{workq + "; raw column: a lone job, producer.Enqueue called → its start (started_at), one at a time on the same queue and worker"}
 	return rows
+}
+
+// drainRows are the sequence drain rows: the keyed jobs' rate against the same jobs
+// without keys (target: ratio ≥ 0.8), and their enqueue against the plain one, with
+// how many waited and when the last ran in the notes.
+func drainRows(d KeyedDrain) []Row {
+	rate := pairRow(d.Pair, "ratio ≥ 0.8", atLeast(0.8))
+	rate.Notes = []string{fmt.Sprintf("workq column: %d keys of %.3g jobs each on average, each key's in order, enqueued by %d goroutines each an EnqueueBatch of its own keys' jobs "+
+		"(a batch enqueues sequenced jobs one by one; goroutines over disjoint keys are their pipeline, as EnqueueBatch is the plain jobs'); "+
+		"raw column: as many jobs without keys, one EnqueueBatch, to a worker of the same settings on a queue of its own; both timed from the enqueue's start to the last commit; "+
+		"every keyed job's record checked: done, one attempt, started after the job before it in its key committed",
+		d.Keys, float64(d.N)/float64(d.Keys), d.Enqueuers)}
+	enqueue := Row{Scenario: d.Scenario, Metric: "enqueue ms", Workq: ms(d.SequenceEnqueue), Raw: ms(d.PlainEnqueue), Ratio: ratio(d.SequenceEnqueue, d.PlainEnqueue),
+		Notes: []string{fmt.Sprintf("%d of %d keyed jobs waited for the one before them (their record's after), the others found it ended; the last keyed job started %s and committed %s after the enqueue's start",
+			d.Waited, d.N, d.LastStarted.Round(time.Millisecond), d.LastDone.Round(time.Millisecond))}}
+	return []Row{rate, enqueue}
 }

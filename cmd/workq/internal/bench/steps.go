@@ -96,6 +96,17 @@ func plan(cfg Config, env Env) []step {
 				l, err := WorkflowRelease(ctx, env, cfg.Samples)
 				return releaseRows(l), err
 			}})
+		case "sequence":
+			for _, c := range cfg.Concurrency {
+				steps = append(steps, step{fmt.Sprintf("%s drain c=%d", sc, c), func(ctx context.Context, _ *status) ([]Row, error) {
+					d, err := SequenceDrain(ctx, env, cfg.Jobs, cfg.sequenceKeys(), c)
+					return drainRows(d), err
+				}})
+			}
+			steps = append(steps, step{sc + " handoff", func(ctx context.Context, _ *status) ([]Row, error) {
+				l, err := SequenceHandoff(ctx, env, cfg.Samples)
+				return handoffRows(l), err
+			}})
 		case "redelivery":
 			for _, crash := range []bool{false, true} {
 				name := sc + " after stall"

@@ -81,26 +81,11 @@ func WorkflowFanOut(ctx context.Context, env Env, n, concurrency int) (FanOut, e
 	}
 	opts := env.workerOpts(consumer.Concurrency(concurrency), consumer.Logger(quiet()))
 
-	jobs := make([]producer.Job, n)
-	for i := range jobs {
-		jobs[i] = producer.Job{Payload: payload}
-	}
-	plain, err := newCommitTimer(ctx, env, "bench-wfp", opts)
-	if err != nil {
-		return res, fmt.Errorf("plain jobs: %w", err)
-	}
-	defer plain.close()
-	t, err := plain.time(ctx, n, func(ctx context.Context, p *producer.Producer) error {
-		_, err := p.EnqueueBatch(ctx, jobs)
-		return err
-	})
+	t, err := timePlain(ctx, env, "bench-wfp", n, opts)
 	if err != nil {
 		return res, fmt.Errorf("plain jobs: %w", err)
 	}
 	res.Raw, res.PlainEnqueue = rate(n, t.took), t.enqueue
-	if err := plain.close(); err != nil {
-		return res, fmt.Errorf("plain jobs: %w", err)
-	}
 
 	alone, err := newCommitTimer(ctx, env, "bench-wfi", opts)
 	if err != nil {
@@ -189,6 +174,30 @@ func checkFanOut(s *producer.WorkflowStatus, start time.Time, n int) (FanOutPhas
 	ph.RootStarted, ph.RootDone = root.StartedAt.Sub(start), root.FinishedAt.Sub(start)
 	ph.LastStarted, ph.LastDone = last.StartedAt.Sub(start), last.FinishedAt.Sub(start)
 	return ph, nil
+}
+
+// timePlain times n jobs without keys or dependencies, enqueued with one
+// EnqueueBatch, from its start until the last has committed, on a queue of their own
+// (prefix) with a worker of options opts (commitTimer): the baseline of the workflow
+// and sequence scenarios.
+func timePlain(ctx context.Context, env Env, prefix string, n int, opts []consumer.Option) (timed, error) {
+	jobs := make([]producer.Job, n)
+	for i := range jobs {
+		jobs[i] = producer.Job{Payload: payload}
+	}
+	plain, err := newCommitTimer(ctx, env, prefix, opts)
+	if err != nil {
+		return timed{}, err
+	}
+	defer plain.close()
+	t, err := plain.time(ctx, n, func(ctx context.Context, p *producer.Producer) error {
+		_, err := p.EnqueueBatch(ctx, jobs)
+		return err
+	})
+	if err != nil {
+		return t, err
+	}
+	return t, plain.close()
 }
 
 // commitTimer times jobs from the start of their enqueue until a worker has
@@ -297,25 +306,14 @@ func (t *commitTimer) close() error {
 // queue and worker, run before the chain.
 func WorkflowRelease(ctx context.Context, env Env, n int) (Latency, error) {
 	res := Latency{Scenario: "workflow release vs lone job start (workq)", N: n}
-	lone, err := newLoneJobs(ctx, env)
+	lone, err := newLoneJobs(ctx, env, empty)
 	if err != nil {
 		return res, err
 	}
 	defer lone.stop()
-
-	var starts []time.Duration
-	for i := range n + latencyWarm {
-		start, id, err := lone.run(ctx)
-		if err != nil {
-			return res, err
-		}
-		rec, err := lone.p.Status(ctx, id)
-		if err != nil {
-			return res, err
-		}
-		if i >= latencyWarm {
-			starts = append(starts, rec.StartedAt.Sub(start))
-		}
+	starts, err := lone.starts(ctx, n)
+	if err != nil {
+		return res, err
 	}
 
 	wf := producer.NewWorkflow("chain").Task("0", producer.Job{Payload: payload})
