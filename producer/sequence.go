@@ -130,7 +130,7 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 			rec.State, rec.After, rec.FailedParents, rec.Halted = record.Waiting, pred.ID, []string{pred.ID}, true
 		}
 		if err := workflow.CheckRecordSize(rec, p.js.Conn().MaxPayload()); err != nil {
-			return JobInfo{ID: j.ID}, fmt.Errorf("%w: %w", ErrInvalidName, err)
+			return JobInfo{ID: j.ID}, fmt.Errorf("%w: a sequence's job keeps its message in its record while it waits: %w", ErrPayloadTooLarge, err)
 		}
 		msgs := []*nats.Msg{p.records.KeyMsg(tailKey, tailValue, tailRev)}
 		if live {

@@ -94,3 +94,28 @@ func TestSequenceRetriedEnqueueReleasesItsJob(t *testing.T) {
 		t.Fatalf("y after the retried enqueue: %+v, %v; want it released", y, err)
 	}
 }
+
+// A sequence's job keeps its message in its record (base64): a payload a plain job may
+// have can be too large for that, and is refused before anything is written.
+func TestSequenceJobTooLargeForItsRecord(t *testing.T) {
+	t.Parallel()
+	js := testenv.Start(t).JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	p, err := New(ctx, js, "seq-large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 900<<10)
+	if _, err := p.Enqueue(ctx, big); err != nil {
+		t.Fatalf("as a plain job: %v", err)
+	}
+	if _, err := p.Enqueue(ctx, big, ID("big"), Sequence("k")); !errors.Is(err, ErrPayloadTooLarge) {
+		t.Fatalf("in a sequence: %v, want ErrPayloadTooLarge", err)
+	}
+	if _, err := p.records.Get(ctx, "big"); !errors.Is(err, record.ErrNotFound) {
+		t.Fatalf("its record: %v, want none", err)
+	}
+	if tail, _, err := workflow.ReadLink(ctx, p.records, workflow.TailKey("k")); err != nil || tail != nil {
+		t.Fatalf("the tail: %+v, %v; want none", tail, err)
+	}
+}

@@ -220,7 +220,7 @@ func (p *Producer) planWorkflow(wf *Workflow) ([]plannedTask, error) {
 			rec.Message, msg = &record.Message{Subject: msg.Subject, Header: msg.Header, Data: msg.Data}, nil
 		}
 		if err := workflow.CheckRecordSize(rec, p.js.Conn().MaxPayload()); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: task %q: %w", workflow.ErrInvalid, t.name, err)
 		}
 		plan[i] = plannedTask{rec: rec, msg: msg}
 	}
