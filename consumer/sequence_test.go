@@ -409,3 +409,59 @@ func TestSequenceKilledWorker(t *testing.T) {
 		t.Fatalf("b ran %v; a's second run started %s and committed %s; A died %s", runs, a.StartedAt, a.FinishedAt, killed)
 	}
 }
+
+// A batch's sequenced jobs are written together: their records land in one atomic
+// batch (revisions within one batch's span), each key's jobs chained in the batch's
+// order, the first job of a key queued when nothing of the key runs; a batch with an
+// id that has a record falls back to one job at a time and reports the duplicate.
+// Then they run, each key in order.
+func TestSequenceBatchEnqueue(t *testing.T) {
+	t.Parallel()
+	js := testenv.Start(t).JetStream(t)
+	const q = "seq-batch"
+	p := newProducer(t, js, q)
+	ctx := testenv.Context(t, 60*time.Second)
+	if _, err := p.Enqueue(ctx, nil, producer.ID("x-0"), producer.Sequence("x")); err != nil {
+		t.Fatal(err)
+	}
+	var batch []producer.Job
+	for _, id := range []string{"x-1", "y-0", "x-2", "y-1", "x-3", "y-2"} {
+		batch = append(batch, producer.Job{ID: id, Sequence: id[:1]})
+	}
+	res, err := p.EnqueueBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lo, hi uint64
+	for k, r := range res {
+		if first := r.ID == "y-0"; r.Waiting == first || first && r.Sequence == 0 {
+			t.Errorf("%s: %+v; want only y-0 queued", r.ID, r.JobInfo)
+		}
+		rec := status(t, p, batch[k].ID)
+		if lo == 0 || rec.Revision < lo {
+			lo = rec.Revision
+		}
+		hi = max(hi, rec.Revision)
+		if want := map[string]string{"x-1": "x-0", "x-2": "x-1", "x-3": "x-2", "y-1": "y-0", "y-2": "y-1"}[r.ID]; rec.After != want {
+			t.Errorf("%s waits after %q, want %q", r.ID, rec.After, want)
+		}
+	}
+	if hi-lo > 11 { // six records and five links: one batch; alone, each job's write also holds its tail
+		t.Errorf("the batch's records span revisions %d to %d: not one atomic batch", lo, hi)
+	}
+	res, err = p.EnqueueBatch(ctx, []producer.Job{{ID: "z-0", Sequence: "z"}, {ID: "x-0", Sequence: "x"}, {ID: "z-1", Sequence: "z"}})
+	if err != nil || !res[1].Duplicate || res[0].Duplicate || res[2].Duplicate || !res[2].Waiting {
+		t.Fatalf("a batch with an id that exists: %+v, %v", res, err)
+	}
+	s := newSeqRecorder()
+	runWorker(t, newWorker(t, js, q, s, consumer.Concurrency(8)))
+	recs := waitEnded(t, p, []string{"x-0", "x-1", "x-2", "x-3", "y-0", "y-1", "y-2", "z-0", "z-1"})
+	for _, chain := range [][]string{{"x-0", "x-1", "x-2", "x-3"}, {"y-0", "y-1", "y-2"}, {"z-0", "z-1"}} {
+		for i := 1; i < len(chain); i++ {
+			prev, r := recs[chain[i-1]], recs[chain[i]]
+			if r.State != producer.StateDone || len(s.ran(r.ID)) != 1 || !r.StartedAt.After(prev.FinishedAt) {
+				t.Errorf("%s: %s, ran %d times, started %s; %s finished %s", r.ID, r.State, len(s.ran(r.ID)), r.StartedAt, prev.ID, prev.FinishedAt)
+			}
+		}
+	}
+}

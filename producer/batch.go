@@ -59,6 +59,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 	window := make([]pending, 0, min(p.cfg.maxInFlight, len(jobs)))
 	sent := make([]bool, len(jobs)) // a publish of the job went out
 	var uniqs []uniqueJob           // the unique jobs published, with their reservations
+	var seqs []seqItem              // the sequences' jobs, enqueued after the others
 	failed := 0
 	fail := func(i int, err error) {
 		res[i].Err = fmt.Errorf("producer: enqueue job %s on queue %s: %w", res[i].ID, p.names.Queue, err)
@@ -131,14 +132,10 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 			continue
 		}
 		if j.Sequence != "" {
-			// In order, as the batch lists them: its place in the sequence is taken
-			// when its enqueue writes the key's tail.
+			// After the loop, in the batch's order: a job takes its place in its
+			// sequence when its enqueue writes the key's tail.
 			sent[i] = true
-			info, err := p.enqueueInSequence(ctx, &j, msg)
-			res[i].JobInfo = info
-			if err != nil {
-				fail(i, err)
-			}
+			seqs = append(seqs, seqItem{i: i, j: j, msg: msg})
 			continue
 		}
 		if j.Unique != "" {
@@ -178,6 +175,12 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 	for len(window) > 0 {
 		settle()
 	}
+	p.enqueueSequencedBatch(ctx, seqs, func(i int, info JobInfo, err error) {
+		res[i].JobInfo = info
+		if err != nil {
+			fail(i, err)
+		}
+	})
 	for _, u := range uniqs {
 		if holder := p.settleUnique(ctx, u.r, res[u.i].ID, res[u.i].Err); holder != "" {
 			res[u.i].JobInfo = JobInfo{ID: holder, Duplicate: true, ScheduledAt: res[u.i].ScheduledAt}

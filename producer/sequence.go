@@ -12,7 +12,6 @@ import (
 
 	"github.com/workq/workq/internal/groupcommit"
 	"github.com/workq/workq/internal/option"
-	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/wireid"
 	"github.com/workq/workq/internal/workflow"
@@ -69,13 +68,6 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 		return JobInfo{ID: j.ID}, errors.New("the queue's records bucket takes no atomic batches or no TTL per write (nats-server 2.12 or later, and a user who may update the bucket, are needed once)")
 	}
 	key, tailKey := j.Sequence, workflow.TailKey(j.Sequence)
-	h := make(nats.Header, len(msg.Header))
-	for k, v := range msg.Header {
-		if k != queue.HeaderID {
-			h[k] = v
-		}
-	}
-	kept := &record.Message{Subject: msg.Subject, Header: h, Data: msg.Data}
 	tailValue, _ := json.Marshal(workflow.Link{Key: key, Job: j.ID})
 	nextValue, _ := json.Marshal(workflow.Link{Job: j.ID})
 	for round := range maxSequenceRounds {
@@ -109,11 +101,7 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 				return JobInfo{ID: j.ID}, err
 			}
 		}
-		rec := &record.Record{
-			ID: j.ID, Queue: p.names.Queue, Kind: j.Kind, State: record.Queued, MaxAttempts: j.MaxAttempts,
-			Enqueue: msg.Header.Get(queue.HeaderEnqueue), EnqueuedAt: time.Now(),
-			SequenceKey: key, HaltDead: j.HaltOnDead, RunIfFailed: !j.HaltOnDead, Message: kept,
-		}
+		rec := p.sequenceRecord(j, msg)
 		live, halt := false, false
 		if pred != nil {
 			ended, dead, err := p.flows.SequenceEnded(ctx, pred)
