@@ -50,8 +50,10 @@
 // the workflow ends done, as WaitWorkflow sees it, and the queue ends empty.
 //
 // The sequence runs (sequence_test.go) enqueue jobs over many keys (400 over 40 short,
-// 20 000 over 500 full), each key's in order, partly while the chaos runs, on the same
-// Go workers SIGKILLed every 2 s, through a server SIGKILL, then on the cluster
+// 20 000 over 500 full), each key's in order, partly while the chaos runs, half of
+// them in batches (EnqueueBatch: the next 2 to 4 jobs, full 2 to 5, of each of 2 to 5
+// keys, interleaved, laid out from WORKQ_CHAOS_SEED) and half one at a time, on the
+// same Go workers SIGKILLed every 2 s, through a server SIGKILL, then on the cluster
 // through the records bucket's leader's SIGKILL (full: the jobs stream's too). The
 // check asserts per key, from every record write and run log, that each job ended
 // done once, that every run of job n+1 was claimed (and started) after job n's done

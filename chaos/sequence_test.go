@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,8 +26,10 @@ import (
 
 // Sequences (producer.Sequence) under the same chaos as the workflow runs: jobs of
 // many keys are enqueued, each key's in order (job i once job i-1 is confirmed; keys
-// interleave, from several goroutines), the first few of each key before the
-// workers start, the rest while they run. Worker processes (this test binary as a
+// interleave, from several goroutines), half with Enqueue and half in batches
+// (EnqueueBatch: a few keys' next jobs, interleaved, the batch's order being each
+// key's order), the first few of each key before the workers start, the rest while
+// they run. Worker processes (this test binary as a
 // Go worker: workerproc_test.go) are SIGKILLed and replaced every couple of
 // seconds, while the single server is SIGKILLed and restarted on its store once,
 // or a 3-node cluster loses a stream leader (the records bucket's first: it holds
@@ -139,53 +143,63 @@ func TestChaosSequenceCluster(t *testing.T) { chaosSequence(t, 3) }
 // enqueueStats are what the enqueueing goroutines met.
 type enqueueStats struct {
 	retries, duplicates atomic.Int64
+	single              atomic.Int64 // jobs first enqueued with Enqueue
+	logged              atomic.Int64 // batches not wholly confirmed, logged (the first ten)
+
+	mu      sync.Mutex
+	batches []seqBatch // every EnqueueBatch, in no particular order
+}
+
+// seqBatch is one EnqueueBatch of a run: its jobs in the batch's order and what its
+// results said.
+type seqBatch struct {
+	ids                 []string
+	keys                int
+	failed              int      // results with Err: those jobs were enqueued again, with Enqueue
+	duplicates, waiting int      // results answered Duplicate, Waiting
+	afterFailed         []string // jobs confirmed after a job of their key failed before them in the batch
+}
+
+// batched is how many jobs were first enqueued in batches.
+func (st *enqueueStats) batched() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	n := 0
+	for _, b := range st.batches {
+		n += len(b.ids)
+	}
+	return n
+}
+
+// seqEnqueuer enqueues a run's sequences (enqueueSequences).
+type seqEnqueuer struct {
+	p     *producer.Producer
+	plan  seqPlan
+	lead  int
+	ended func() int
+	st    *enqueueStats
+	logf  func(string, ...any)
 }
 
 // enqueueSequences enqueues rounds from to to of plan's jobs from producers
 // goroutines, each a share of the keys, round by round (job i of each of its keys,
-// then job i+1): a job only once the one before it of its key is confirmed, retried
-// with its id until it is (the first ten retries are logged with logf). A round
-// starts once the jobs ended (ended()) are within lead rounds of it.
-func enqueueSequences(ctx context.Context, p *producer.Producer, plan seqPlan, from, to, producers, lead int, ended func() int, st *enqueueStats, logf func(string, ...any)) error {
+// then job i+1), in blocks of 2 to 5 rounds (at most lead+1), taken in turn with
+// Enqueue, a job at a time, and with EnqueueBatch: a batch holds a block's jobs of 2
+// to 5 of the goroutine's keys (seqGroups), the keys' jobs interleaved at random,
+// each key's in order. A job is only enqueued once the one before it of its key is
+// confirmed (in a batch, the batch's order is the enqueue order); one not confirmed
+// is enqueued again with its id, with Enqueue, until it is (the first ten retries are
+// logged with logf), before any later job of its key is enqueued again or anew. A
+// round starts (a batch: its last round) once the jobs ended (ended()) are within
+// lead rounds of it. The blocks' sizes, the batches' keys and their interleaving come
+// from seed.
+func enqueueSequences(ctx context.Context, p *producer.Producer, plan seqPlan, seed uint64, from, to, producers, lead int, ended func() int, st *enqueueStats, logf func(string, ...any)) error {
+	e := &seqEnqueuer{p: p, plan: plan, lead: lead, ended: ended, st: st, logf: logf}
 	errs := make(chan error, producers)
 	for g := range producers {
 		go func() {
-			for i := from; i < to; i++ {
-				for ended() < (i-lead)*len(plan.keys) {
-					if ctx.Err() != nil {
-						errs <- fmt.Errorf("round %d: %w", i, ctx.Err())
-						return
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
-				for k := g; k < len(plan.keys); k += producers {
-					id := plan.jobs[k][i]
-					for {
-						// Each try has 3 s: one whose request or reply a server's kill
-						// lost would otherwise hold its key's later jobs back for as
-						// long as it waits.
-						tried := time.Now()
-						ectx, cancel := context.WithTimeout(ctx, 3*time.Second)
-						info, err := p.Enqueue(ectx, []byte(id), producer.ID(id), producer.Sequence(plan.keys[k]))
-						cancel()
-						if err == nil {
-							if info.Duplicate {
-								st.duplicates.Add(1)
-							}
-							break
-						}
-						if ctx.Err() != nil {
-							errs <- fmt.Errorf("job %s never confirmed: %w", id, err)
-							return
-						}
-						if n := st.retries.Add(1); n <= 10 {
-							logf("enqueue of job %s retried after %s: %v", id, time.Since(tried).Round(time.Millisecond), err)
-						}
-						time.Sleep(100 * time.Millisecond)
-					}
-				}
-			}
-			errs <- nil
+			r := rand.New(rand.NewPCG(seed, uint64(from)<<32|uint64(g)))
+			errs <- e.share(ctx, r, g, producers, from, to)
 		}()
 	}
 	var err error
@@ -195,6 +209,179 @@ func enqueueSequences(ctx context.Context, p *producer.Producer, plan seqPlan, f
 		}
 	}
 	return err
+}
+
+// share enqueues rounds from to to of goroutine g's keys (every producers-th),
+// block by block, with Enqueue and EnqueueBatch in turn (the even goroutines begin
+// with a batch).
+func (e *seqEnqueuer) share(ctx context.Context, r *rand.Rand, g, producers, from, to int) error {
+	var ks []int
+	for k := g; k < len(e.plan.keys); k += producers {
+		ks = append(ks, k)
+	}
+	batched := g%2 == 0
+	for i := from; i < to; {
+		// At most lead+1 rounds, so that a batch's last round may start once every
+		// round before the batch ended.
+		m := min(to-i, 2+r.IntN(max(1, min(5, e.lead+1)-1)))
+		if batched {
+			if err := e.await(ctx, i+m-1); err != nil {
+				return err
+			}
+			for _, group := range seqGroups(r, ks) {
+				if err := e.batch(ctx, r, group, i, m); err != nil {
+					return err
+				}
+			}
+		} else {
+			for j := i; j < i+m; j++ {
+				if err := e.await(ctx, j); err != nil {
+					return err
+				}
+				for _, k := range ks {
+					e.st.single.Add(1)
+					if err := e.one(ctx, k, j); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		i += m
+		batched = !batched
+	}
+	return nil
+}
+
+// seqGroups deals ks, shuffled, into groups of 2 to 4 keys, or 5 rather than leave
+// one alone (one key alone only when there is one).
+func seqGroups(r *rand.Rand, ks []int) [][]int {
+	ks = slices.Clone(ks)
+	r.Shuffle(len(ks), func(a, b int) { ks[a], ks[b] = ks[b], ks[a] })
+	var groups [][]int
+	for len(ks) > 0 {
+		n := min(len(ks), 2+r.IntN(3))
+		if len(ks)-n == 1 {
+			n++ // no key left alone
+		}
+		groups = append(groups, ks[:n])
+		ks = ks[n:]
+	}
+	return groups
+}
+
+// await returns once round i may start: the jobs ended are within lead rounds of it.
+func (e *seqEnqueuer) await(ctx context.Context, i int) error {
+	for e.ended() < (i-e.lead)*len(e.plan.keys) {
+		if ctx.Err() != nil {
+			return fmt.Errorf("round %d: %w", i, ctx.Err())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// one enqueues job i of key k with Enqueue, with its id, until it is confirmed.
+func (e *seqEnqueuer) one(ctx context.Context, k, i int) error {
+	id := e.plan.jobs[k][i]
+	for {
+		// Each try has 3 s: one whose request or reply a server's kill lost would
+		// otherwise hold its key's later jobs back for as long as it waits.
+		tried := time.Now()
+		ectx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		info, err := e.p.Enqueue(ectx, []byte(id), producer.ID(id), producer.Sequence(e.plan.keys[k]))
+		cancel()
+		if err == nil {
+			if info.Duplicate {
+				e.st.duplicates.Add(1)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("job %s never confirmed: %w", id, err)
+		}
+		if n := e.st.retries.Add(1); n <= 10 {
+			e.logf("enqueue of job %s retried after %s: %v", id, time.Since(tried).Round(time.Millisecond), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// batch enqueues jobs i to i+m-1 of keys ks with one EnqueueBatch, the keys' jobs
+// interleaved at random, each key's in order; then the jobs it did not confirm again,
+// with Enqueue, in the batch's order, each until it is confirmed.
+func (e *seqEnqueuer) batch(ctx context.Context, r *rand.Rand, ks []int, i, m int) error {
+	type slot struct{ k, i int }
+	var slots []slot
+	next := make([]int, len(ks)) // of each key, its next job in the block
+	for range len(ks) * m {
+		x := r.IntN(len(ks))
+		for next[x] == m {
+			x = (x + 1) % len(ks)
+		}
+		slots = append(slots, slot{ks[x], i + next[x]})
+		next[x]++
+	}
+	if len(slots) == 1 { // a batch of one is no batch
+		e.st.single.Add(1)
+		return e.one(ctx, slots[0].k, slots[0].i)
+	}
+	b := seqBatch{keys: len(ks)}
+	jobs := make([]producer.Job, len(slots))
+	for x, s := range slots {
+		id := e.plan.jobs[s.k][s.i]
+		b.ids = append(b.ids, id)
+		jobs[x] = producer.Job{Payload: []byte(id), ID: id, Sequence: e.plan.keys[s.k]}
+	}
+	// 5 s, more than a job's try: a refused batch enqueues its jobs one by one.
+	tried := time.Now()
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	res, err := e.p.EnqueueBatch(bctx, jobs)
+	cancel()
+	if len(res) != len(jobs) {
+		return fmt.Errorf("a batch of %d jobs answered %d results: %v", len(jobs), len(res), err)
+	}
+	failed := map[int]bool{} // the keys with a job not confirmed
+	var again []slot
+	var firstErr error
+	for x, s := range slots {
+		switch rs := res[x]; {
+		case rs.ID != b.ids[x]:
+			return fmt.Errorf("a batch's result %d is job %q, its job is %s", x, rs.ID, b.ids[x])
+		case rs.Err != nil:
+			b.failed++
+			failed[s.k] = true
+			again = append(again, s)
+			if firstErr == nil {
+				firstErr = rs.Err
+			}
+		default:
+			if failed[s.k] {
+				b.afterFailed = append(b.afterFailed, b.ids[x])
+			}
+			if rs.Duplicate {
+				b.duplicates++
+			}
+			if rs.Waiting {
+				b.waiting++
+			}
+		}
+	}
+	e.st.mu.Lock()
+	e.st.batches = append(e.st.batches, b)
+	e.st.mu.Unlock()
+	if err == nil && b.failed > 0 {
+		return fmt.Errorf("a batch answered no error, %d of its results failed (%v)", b.failed, firstErr)
+	}
+	if b.failed > 0 && e.st.logged.Add(1) <= 10 {
+		e.logf("batch of %d jobs (%d keys, %s …) after %s: %d not confirmed (%v), enqueued again; confirmed after a failed job of their key: %v",
+			len(jobs), len(ks), b.ids[0], time.Since(tried).Round(time.Millisecond), b.failed, firstErr, b.afterFailed)
+	}
+	for _, s := range again {
+		if err := e.one(ctx, s.k, s.i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // chaosSequence runs the sequences on one nats-server (SIGKILLed and restarted on
@@ -231,18 +418,19 @@ func chaosSequence(t *testing.T, servers int) {
 
 	plan := newSeqPlan(ss.keys, ss.perKey)
 	n := plan.size()
+	seed := flowSeed(t)
 	var est enqueueStats
 	logf := func(format string, args ...any) { t.Logf(format, args...) }
 	upFrontStart := time.Now()
-	if err := enqueueSequences(ctx, p, plan, 0, ss.upFront, ss.producers, ss.upFront, o.terminalJobs, &est, logf); err != nil {
+	if err := enqueueSequences(ctx, p, plan, seed, 0, ss.upFront, ss.producers, ss.upFront, o.terminalJobs, &est, logf); err != nil {
 		t.Fatalf("enqueue: %v", err)
 	}
 	upFrontTime := time.Since(upFrontStart)
 	wp := &workerPool{t: t, dir: dir, queue: q, url: url, ackWait: sc.ackWait, concurrency: ss.conc, program: goWorker("sequence")}
 	wp.start(ss.workers)
 	chaosStart := time.Now()
-	t.Logf("%s sequence run on %s: %d jobs over %d keys (%d each) enqueued by %d goroutines, %d a key up front (in %s), the rest during the run, at most %d a key ahead of the jobs ended; %d worker processes × %d, AckWait %s; up in %s",
-		sc.name, where, n, ss.keys, ss.perKey, ss.producers, ss.upFront, upFrontTime.Round(time.Millisecond), ss.lead, ss.workers, ss.conc, sc.ackWait,
+	t.Logf("%s sequence run on %s: %d jobs over %d keys (%d each) enqueued by %d goroutines (with Enqueue and in batches in turn, seed %d), %d a key up front (in %s, %d in %d batches), the rest during the run, at most %d a key ahead of the jobs ended; %d worker processes × %d, AckWait %s; up in %s",
+		sc.name, where, n, ss.keys, ss.perKey, ss.producers, seed, ss.upFront, upFrontTime.Round(time.Millisecond), est.batched(), len(est.batches), ss.lead, ss.workers, ss.conc, sc.ackWait,
 		chaosStart.Sub(begin).Round(time.Millisecond))
 
 	// The rest on a connection of its own, through the kills.
@@ -254,7 +442,7 @@ func chaosSequence(t *testing.T, servers int) {
 			enqueued <- err
 			return
 		}
-		enqueued <- enqueueSequences(ctx, pp, plan, ss.upFront, ss.perKey, ss.producers, ss.lead, o.terminalJobs, &est, func(format string, args ...any) {
+		enqueued <- enqueueSequences(ctx, pp, plan, seed, ss.upFront, ss.perKey, ss.producers, ss.lead, o.terminalJobs, &est, func(format string, args ...any) {
 			logf("%6.2fs "+format, append([]any{time.Since(chaosStart).Seconds()}, args...)...)
 		})
 	}()
@@ -277,7 +465,7 @@ func chaosSequence(t *testing.T, servers int) {
 					t.Fatalf("enqueue: %v", err)
 				}
 				enqueueDone, enqueueTime = true, time.Since(chaosStart)
-				t.Logf("%6.2fs every job enqueued (%d enqueues retried, %d answered duplicate)", enqueueTime.Seconds(), est.retries.Load(), est.duplicates.Load())
+				t.Logf("%6.2fs every job enqueued (%d in batches, %d with Enqueue; %d enqueues retried, %d answered duplicate)", enqueueTime.Seconds(), est.batched(), est.single.Load(), est.retries.Load(), est.duplicates.Load())
 			default:
 			}
 		}
@@ -331,15 +519,17 @@ func chaosSequence(t *testing.T, servers int) {
 	if servers > 1 {
 		f.pauses = pausesAround(o, windows)
 	}
-	t.Logf("%s sequence run on %s: %d worker kills, %d server kills, %d leader kills; enqueue %s (%d retried, %d duplicate), processing %s, total %s\n%s\n%s%s",
+	t.Logf("%s sequence run on %s: %d worker kills, %d server kills, %d leader kills; enqueue %s (%d retried, %d duplicate), processing %s, total %s\n%s\n%s\n%s%s",
 		sc.name, where, kills, serverKills, leaderKills, enqueueTime.Round(time.Millisecond), est.retries.Load(), est.duplicates.Load(),
-		processing.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), seqTimes(o, plan), sf, f)
+		processing.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), seqTimes(o, plan), seqBatches(o, &est), sf, f)
 }
 
 // seqTimes sums up the sequences' pace from the records' history: the longest waits
 // between a job's predecessor's done write and its release (a worker that dies
 // between its commit and the telling leaves that to the next delivery, an AckWait
-// later), and between its release (or its create, queued) and its first claim.
+// later), between its release (or its create, queued) and its first claim, and
+// between its first claim and its done write (a worker killed while it ran the job
+// leaves it to the next delivery); and the job done last.
 func seqTimes(o *observer, plan seqPlan) string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -347,8 +537,9 @@ func seqTimes(o *observer, plan seqPlan) string {
 	for _, r := range o.revs {
 		byKey[r.key] = append(byKey[r.key], r)
 	}
-	var tell, claim time.Duration
-	var tellJob, claimJob string
+	var tell, claim, finish time.Duration
+	var tellJob, claimJob, finishJob, lastJob string
+	var last time.Time
 	for _, ids := range plan.jobs {
 		var prevDone time.Time
 		for _, id := range ids {
@@ -375,11 +566,93 @@ func seqTimes(o *observer, plan seqPlan) string {
 					claim, claimJob = d, id
 				}
 			}
+			if !claimed.IsZero() && !done.IsZero() {
+				if d := done.Sub(claimed); d > finish {
+					finish, finishJob = d, id
+				}
+			}
+			if done.After(last) {
+				last, lastJob = done, id
+			}
 			prevDone = done
 		}
 	}
-	return fmt.Sprintf("longest from a job's predecessor done to its release: %s (%s: %s); from a release to the first claim: %s (%s: %s)",
-		tell.Round(time.Millisecond), tellJob, history(byKey[tellJob]), claim.Round(time.Millisecond), claimJob, history(byKey[claimJob]))
+	return fmt.Sprintf("longest from a job's predecessor done to its release: %s (%s: %s); from a release to the first claim: %s (%s: %s); from a first claim to done: %s (%s: %s); done last: %s: %s",
+		tell.Round(time.Millisecond), tellJob, history(byKey[tellJob]), claim.Round(time.Millisecond), claimJob, history(byKey[claimJob]),
+		finish.Round(time.Millisecond), finishJob, history(byKey[finishJob]), lastJob, history(byKey[lastJob]))
+}
+
+// seqBatches sums up the batches (EnqueueBatch) of a run: their jobs and results, and
+// how they landed, told from the records' history. A batch that landed as one atomic
+// batch of the records bucket wrote its jobs' records in one run of revisions, with
+// only their successor links between them and its keys' tails right after; one that
+// fell back to job by job (a tail moved between its read and the batch: a key's last
+// job ended; or its outcome was unknown) wrote each job's tail before the job's
+// record. A batch is not told when a revision of that run was not heard (a kill
+// window).
+func seqBatches(o *observer, st *enqueueStats) string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	created := map[string]*revision{} // each key's first revision heard
+	for _, r := range o.revs {
+		if c := created[r.key]; c == nil || r.seq < c.seq {
+			created[r.key] = r
+		}
+	}
+	var jobs, failed, afterFailed, dups, waiting, whole, apart, apartConfirmed, untold, largest int
+	var apartIDs []string
+	for _, b := range st.batches {
+		jobs += len(b.ids)
+		largest = max(largest, len(b.ids))
+		failed += b.failed
+		afterFailed += len(b.afterFailed)
+		dups += b.duplicates
+		waiting += b.waiting
+		ours := map[uint64]bool{}
+		lo, hi := uint64(1<<63), uint64(0)
+		told := true
+		for _, id := range b.ids {
+			c := created[id]
+			if c == nil || c.readBack || c.prev != 0 {
+				told = false // its create was not heard
+				break
+			}
+			ours[c.seq] = true
+			lo, hi = min(lo, c.seq), max(hi, c.seq)
+		}
+		one := told
+		for s := lo; told && one && s <= hi+uint64(b.keys); s++ {
+			r := o.revs[s]
+			switch {
+			case r == nil:
+				told = false
+			case ours[s]:
+			case s < hi && strings.HasPrefix(r.key, "==.next."):
+			case s > hi && strings.HasPrefix(r.key, "==.seq."):
+			default:
+				one = false
+			}
+		}
+		switch {
+		case !told:
+			untold++
+		case one:
+			whole++
+		default:
+			apart++
+			if b.failed == 0 {
+				apartConfirmed++
+				if len(apartIDs) < 5 {
+					apartIDs = append(apartIDs, b.ids[0])
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("batches: %d jobs in %d batches (up to %d jobs), %d with Enqueue; results: %d failed (enqueued again with Enqueue), %d jobs confirmed after a failed job of their key in the batch, %d duplicate, %d waiting; "+
+		"landed as one atomic batch %d, job by job %d (%d of them with every result confirmed: fell back, e.g. the batches of %v), not told (a revision unheard) %d",
+		jobs, len(st.batches), largest, st.single.Load(), failed, afterFailed, dups, waiting, whole, apart, apartConfirmed, apartIDs, untold)
 }
 
 // seqUnfinished lists the jobs whose latest revision heard has not ended, with

@@ -207,7 +207,21 @@ func (p *Producer) finishSequenced(ctx context.Context, rec *record.Record) erro
 	if time.Since(rec.EnqueuedAt) < p.cfg.ackTimeout || rec.Attempt > 0 {
 		return nil
 	}
+	return p.finishEnqueue(ctx, rec)
+}
+
+// finishEnqueue finishes what an enqueue of rec, a job not claimed yet, may have left
+// undone. A queued job's message may not have been published (publishing it again is
+// the same job); when it was released by the job before it (after), that job's end
+// may not have dropped its successor link either (the release's publish failed, say):
+// that end is finished first. A job waiting for a job that ended is told.
+func (p *Producer) finishEnqueue(ctx context.Context, rec *record.Record) error {
 	switch {
+	case rec.State == record.Queued && rec.After != "":
+		if err := p.tellIfEnded(ctx, rec.ID, rec.After); err != nil {
+			return err
+		}
+		return p.flows.Release(ctx, rec) // a resumed job's release has no link to finish
 	case rec.State == record.Queued:
 		return p.flows.Release(ctx, rec)
 	case rec.State == record.Waiting && rec.After != "" && len(rec.WaitingFor) > 0:
@@ -218,22 +232,14 @@ func (p *Producer) finishSequenced(ctx context.Context, rec *record.Record) erro
 
 // sequencedDuplicate answers a sequenced enqueue whose job id has a record: the job
 // was enqueued before (by this enqueue, retried, or another). What an enqueue of it
-// that failed may have left undone is finished now: one left queued and never
-// published is published, one left waiting for a job that ended is told.
+// that failed may have left undone is finished now (finishEnqueue).
 func (p *Producer) sequencedDuplicate(ctx context.Context, id string) (JobInfo, error) {
 	rec, err := p.records.Get(ctx, id)
 	if err != nil {
 		return JobInfo{ID: id}, err
 	}
-	switch {
-	case rec.State == record.Queued && rec.Attempt == 0:
-		if err := p.flows.Release(ctx, rec); err != nil {
-			return JobInfo{ID: id}, err
-		}
-	case rec.State == record.Waiting && rec.After != "" && len(rec.WaitingFor) > 0:
-		// An enqueue of it that failed after its batch may not have told it that the
-		// job before it ended.
-		if err := p.tellIfEnded(ctx, id, rec.After); err != nil {
+	if rec.Attempt == 0 && rec.SequenceKey != "" {
+		if err := p.finishEnqueue(ctx, rec); err != nil {
 			return JobInfo{ID: id}, err
 		}
 	}

@@ -119,3 +119,51 @@ func TestSequenceJobTooLargeForItsRecord(t *testing.T) {
 		t.Fatalf("the tail: %+v, %v; want none", tail, err)
 	}
 }
+
+// The job before ended and its end released the new job, but the release's publish
+// failed (a leader election outlasting the enqueue's context), so the enqueue failed
+// before it dropped the successor link. Its retry, a duplicate, finishes that end: the
+// message is published and the link dropped (before, the link stayed for good). Found
+// by the chaos test.
+func TestSequenceRetriedEnqueueDropsTheLink(t *testing.T) {
+	t.Parallel()
+	js := testenv.Start(t).JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	p, err := New(ctx, js, "seq-retry-link")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"x", "y"} {
+		if _, err := p.Enqueue(ctx, nil, ID(id), Sequence("k")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// x ended; its end (by the enqueue's tell) wrote y released, and failed to publish.
+	for id, state := range map[string]record.State{"x": record.Done, "y": record.Queued} {
+		r, err := p.records.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := *r
+		next.State, next.WaitingFor = state, nil
+		if err := p.records.Update(ctx, &next, r.Revision); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := p.records.GetKey(ctx, workflow.NextKey("x")); err != nil {
+		t.Fatalf("x's successor link before the retry: %v", err)
+	}
+	info, err := p.Enqueue(ctx, nil, ID("y"), Sequence("k"))
+	if err != nil || !info.Duplicate {
+		t.Fatalf("y again: %+v, %v; want a duplicate", info, err)
+	}
+	if _, _, err := p.records.GetKey(ctx, workflow.NextKey("x")); !errors.Is(err, record.ErrNotFound) {
+		t.Fatalf("x's successor link after the retry: %v; want it dropped", err)
+	}
+	if rec, err := p.Status(ctx, "y"); err != nil || rec.State != StateQueued {
+		t.Fatalf("y: %+v, %v", rec, err)
+	}
+	if _, err := p.objects.Stream.GetLastMsgForSubject(ctx, p.names.JobSubject("y")); err != nil {
+		t.Fatalf("y's message: %v; want it published", err)
+	}
+}
