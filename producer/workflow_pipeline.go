@@ -21,9 +21,9 @@ const workflowWindow = 256
 // send for that task), with up to workflowWindow awaiting their acknowledgement at
 // once, and gives settle each one's outcome: the acknowledgement, or the error of a
 // publish that failed, timed out or went unanswered. It returns the first error
-// settle returns (or a failed msgFor's, or ctx's); after one no more messages go out,
-// and those under way are settled, so that what was written is known when it
-// returns.
+// settle returns (or a failed msgFor's, or ctx's); after one, or once ctx ends, no
+// more messages go out, and those under way are settled from their answers (within
+// the ack timeout, whatever ctx), so that what was written is known when it returns.
 func (p *Producer) sendEach(ctx context.Context, plan []plannedTask, step string,
 	msgFor func(t plannedTask) (*nats.Msg, error),
 	settle func(ctx context.Context, t plannedTask, msg *nats.Msg, ack *jetstream.PubAck, err error) error,
@@ -37,13 +37,13 @@ func (p *Producer) sendEach(ctx context.Context, plan []plannedTask, step string
 		defer timer.Stop()
 		var ack *jetstream.PubAck
 		var err error
+		// Not cut short by ctx: the answer says whether the write landed, which the
+		// removal of a failed enqueue needs to know; the ack timeout bounds it.
 		select {
 		case ack = <-pd.fut.Ok():
 		case err = <-pd.fut.Err():
 		case <-timer.C:
 			err = jetstream.ErrAsyncPublishTimeout
-		case <-ctx.Done():
-			err = ctx.Err()
 		}
 		if err = settle(ctx, plan[pd.i], pd.msg, ack, err); err != nil && first == nil {
 			first = fmt.Errorf("task %s: %w", plan[pd.i].rec.Task, err)
