@@ -270,6 +270,16 @@ func TestSequenceDeadGoesOnOrHalts(t *testing.T) {
 	if recs := waitEnded(t, p, []string{"c2", "c3"}); recs["c2"].State != producer.StateCancelled || recs["c3"].State != producer.StateDone || len(s.ran("c2")) != 0 {
 		t.Fatalf("c2 %s (ran %d), c3 %s", recs["c2"].State, len(s.ran("c2")), recs["c3"].State)
 	}
+	// Without HaltOnDead, a job enqueued after its key's last job died runs, told so.
+	s.mu.Lock()
+	s.dead["d1"] = true
+	s.mu.Unlock()
+	enqueue("d1", "after-death")
+	waitEnded(t, p, []string{"d1"})
+	enqueue("d2", "after-death")
+	if d2 := waitEnded(t, p, []string{"d2"})["d2"]; d2.State != producer.StateDone || !slices.Equal(d2.FailedParents, []string{"d1"}) {
+		t.Fatalf("d2 enqueued after d1 died: %s, failed before it %v; want done, told of d1", d2.State, d2.FailedParents)
+	}
 }
 
 // Cancelling a job that waits lets the job after it go once the one before ends;

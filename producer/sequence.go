@@ -102,13 +102,14 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 			}
 		}
 		rec := p.sequenceRecord(j, msg)
-		live, halt := false, false
+		live, halt, died := false, false, false
 		if pred != nil {
 			ended, dead, err := p.flows.SequenceEnded(ctx, pred)
 			if err != nil {
 				return JobInfo{ID: j.ID}, err
 			}
-			live, halt = !ended, ended && dead && j.HaltOnDead
+			live, died = !ended, ended && dead
+			halt = died && j.HaltOnDead
 		}
 		switch {
 		case live:
@@ -116,6 +117,9 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 		case halt:
 			// The key's last job died, and this one halts then: as if told.
 			rec.State, rec.After, rec.FailedParents, rec.Halted = record.Waiting, pred.ID, []string{pred.ID}, true
+		case died:
+			// It died before this one was enqueued: this one runs, told so (Job.FailedParents).
+			rec.FailedParents = []string{pred.ID}
 		}
 		if err := workflow.CheckRecordSize(rec, p.js.Conn().MaxPayload()); err != nil {
 			return JobInfo{ID: j.ID}, fmt.Errorf("%w: a sequence's job keeps its message in its record while it waits: %w", ErrPayloadTooLarge, err)

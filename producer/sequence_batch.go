@@ -160,6 +160,9 @@ func (p *Producer) planSequenced(ctx context.Context, chunk []seqItem) ([]*nats.
 			rec.State, rec.After, rec.FailedParents, rec.Halted = record.Waiting, st.last, []string{st.last}, true
 		default:
 			planned[k].queued = true
+			if st.dead {
+				rec.FailedParents = []string{st.last} // it died before the batch: this one runs, told so
+			}
 		}
 		if err := workflow.CheckRecordSize(rec, p.js.Conn().MaxPayload()); err != nil {
 			return nil, nil, err
