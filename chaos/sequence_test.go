@@ -449,12 +449,9 @@ func chaosSequence(t *testing.T, servers int) {
 
 	// The records bucket first: it holds the links and takes the tellings.
 	streams := []string{"KV_WORKQ_" + q + "_JOBS", "WORKQ_" + q}
-	var windows []window
-	var lk *leaderKill // under way: the workers' kills go on meanwhile
-	kills, serverKills, leaderKills, killSlot := 0, 0, 0, 0
+	fs := newFaults(t, js, o, wp, nodes, streams, chaosStart, ss.serverKills, ss.leaderKills, ss.workers, sc.killEvery)
 	var enqueueTime time.Duration
 	enqueueDone := false
-	nextKill := time.Now().Add(sc.killEvery)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -472,7 +469,7 @@ func chaosSequence(t *testing.T, servers int) {
 		// While a leader kill is under way, what was heard: reading back what was not
 		// waits for the stream's leader.
 		done := o.terminalJobs()
-		if lk == nil {
+		if !fs.leaderKilling() {
 			done = o.finishedJobs(nc, js)
 		}
 		if enqueueDone && done >= n {
@@ -480,38 +477,13 @@ func chaosSequence(t *testing.T, servers int) {
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("after %s: %d of %d jobs ended; %d worker kills, %d server kills, %d leader kills; logs in %s\n%s",
-				ss.budget, done, n, kills, serverKills, leaderKills, dir, seqUnfinished(o, plan))
+				ss.budget, done, n, fs.kills, fs.serverKill, fs.leaderKill, dir, seqUnfinished(o, plan))
 		}
-		share := float64(done) / float64(n)
-		progress := fmt.Sprintf("%d/%d jobs ended", done, n)
-		if lk != nil {
-			if w, ok := lk.step(t, js, o); ok {
-				windows, lk = append(windows, w), nil
-			}
-		}
-		switch {
-		case servers == 1 && serverKills < len(ss.serverKills) && share >= ss.serverKills[serverKills]:
-			serverKills++
-			windows = append(windows, restartServer(t, nodes[0], js, o, fmt.Sprintf("nats-server kill %d", serverKills), chaosStart, progress))
-		case servers > 1 && lk == nil && leaderKills < len(ss.leaderKills) && share >= ss.leaderKills[leaderKills]:
-			leaderKills++
-			lk = startLeaderKill(t, js, nodes, streams, leaderKills, chaosStart, progress)
-		case time.Now().After(nextKill):
-			old, nw := wp.replace(killSlot)
-			kills++
-			t.Logf("%6.2fs SIGKILL %s, started %s (%s)", time.Since(chaosStart).Seconds(), old.name, nw.name, progress)
-			killSlot = (killSlot + 1) % ss.workers
-			nextKill = time.Now().Add(sc.killEvery)
-		}
+		fs.step(float64(done)/float64(n), fmt.Sprintf("%d/%d jobs ended", done, n))
 		<-tick.C
 	}
 	processing := time.Since(chaosStart)
-	for lk != nil { // every job ended before the cluster was whole again
-		if w, ok := lk.step(t, js, o); ok {
-			windows, lk = append(windows, w), nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	windows := fs.finish() // every job ended before the cluster was whole again
 	waitJobsAcked(t, js, q, 10*sc.ackWait)
 	wp.stopAll(30 * time.Second)
 
@@ -520,7 +492,7 @@ func chaosSequence(t *testing.T, servers int) {
 		f.pauses = pausesAround(o, windows)
 	}
 	t.Logf("%s sequence run on %s: %d worker kills, %d server kills, %d leader kills; enqueue %s (%d retried, %d duplicate), processing %s, total %s\n%s\n%s\n%s%s",
-		sc.name, where, kills, serverKills, leaderKills, enqueueTime.Round(time.Millisecond), est.retries.Load(), est.duplicates.Load(),
+		sc.name, where, fs.kills, fs.serverKill, fs.leaderKill, enqueueTime.Round(time.Millisecond), est.retries.Load(), est.duplicates.Load(),
 		processing.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), seqTimes(o, plan), seqBatches(o, &est), sf, f)
 }
 

@@ -339,18 +339,15 @@ func chaosWorkflow(t *testing.T, servers int) {
 
 	streams := []string{"WORKQ_" + q, "KV_WORKQ_" + q + "_JOBS"}
 	n := len(g.names)
-	var windows []window
 	var earlyGot *waited
-	var lk *leaderKill // under way: the workers' kills go on meanwhile
-	kills, serverKills, leaderKills, killSlot := 0, 0, 0, 0
-	nextKill := time.Now().Add(sc.killEvery)
+	fs := newFaults(t, js, o, wp, nodes, streams, chaosStart, sc.flowServerKills, sc.flowLeaderKills, sc.flowWorkers, sc.killEvery)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		// While a leader kill is under way, what was heard: reading back what was
 		// not waits for the stream's leader.
 		done := o.terminalJobs()
-		if lk == nil {
+		if !fs.leaderKilling() {
 			done = o.finishedJobs(nc, js)
 		}
 		if done >= n {
@@ -369,39 +366,14 @@ func chaosWorkflow(t *testing.T, servers int) {
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("after %s: %d of %d tasks done; %d worker kills, %d server kills, %d leader kills; logs in %s\n%s",
-				sc.flowBudget, done, n, kills, serverKills, leaderKills, dir, unfinished(p, o))
+				sc.flowBudget, done, n, fs.kills, fs.serverKill, fs.leaderKill, dir, unfinished(p, o))
 		}
-		share := float64(done) / float64(n)
-		progress := fmt.Sprintf("%d/%d tasks done", done, n)
-		if lk != nil {
-			if w, ok := lk.step(t, js, o); ok {
-				windows, lk = append(windows, w), nil
-			}
-		}
-		switch {
-		case servers == 1 && serverKills < len(sc.flowServerKills) && share >= sc.flowServerKills[serverKills]:
-			serverKills++
-			windows = append(windows, restartServer(t, nodes[0], js, o, fmt.Sprintf("nats-server kill %d", serverKills), chaosStart, progress))
-		case servers > 1 && lk == nil && leaderKills < len(sc.flowLeaderKills) && share >= sc.flowLeaderKills[leaderKills]:
-			leaderKills++
-			lk = startLeaderKill(t, js, nodes, streams, leaderKills, chaosStart, progress)
-		case time.Now().After(nextKill):
-			old, nw := wp.replace(killSlot)
-			kills++
-			t.Logf("%6.2fs SIGKILL %s, started %s (%s)", time.Since(chaosStart).Seconds(), old.name, nw.name, progress)
-			killSlot = (killSlot + 1) % sc.flowWorkers
-			nextKill = time.Now().Add(sc.killEvery)
-		}
+		fs.step(float64(done)/float64(n), fmt.Sprintf("%d/%d tasks done", done, n))
 		<-tick.C
 	}
 	processing := time.Since(chaosStart)
 	lastDoneSeen := time.Now()
-	for lk != nil { // the workflow ended before the cluster was whole again
-		if w, ok := lk.step(t, js, o); ok {
-			windows, lk = append(windows, w), nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	windows := fs.finish() // the workflow ended before the cluster was whole again
 
 	// The workflow as its producer sees it, waited for with a generous deadline.
 	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -435,7 +407,7 @@ func chaosWorkflow(t *testing.T, servers int) {
 	}
 	lastDone, pace := flowTimes(o, g)
 	t.Logf("%s workflow run on %s: %d worker kills, %d server kills, %d leader kills; processing %s (the last task done %s after the start; WaitWorkflow from before the chaos returned %s after that), total %s\n%s\n%s",
-		sc.name, where, kills, serverKills, leaderKills, processing.Round(time.Millisecond), lastDone.Sub(chaosStart).Round(time.Millisecond),
+		sc.name, where, fs.kills, fs.serverKill, fs.leaderKill, processing.Round(time.Millisecond), lastDone.Sub(chaosStart).Round(time.Millisecond),
 		earlyLag(earlyGot, lastDone), time.Since(begin).Round(time.Millisecond), pace, f)
 }
 
