@@ -3,6 +3,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,6 +45,24 @@ func expectedRuns(payload string) int {
 	return 1
 }
 
+// histories are a run's record writes by key, each key's in revision order, and the
+// workers' logged runs by job (counted in f.runs). The caller holds o.mu.
+func histories(o *observer, wp *workerPool, f *figures) (map[string][]*revision, map[string][]run) {
+	byKey := map[string][]*revision{}
+	for _, r := range o.revs {
+		byKey[r.key] = append(byKey[r.key], r)
+	}
+	for _, revs := range byKey {
+		slices.SortFunc(revs, func(a, b *revision) int { return cmp.Compare(a.seq, b.seq) })
+	}
+	runsOf := map[string][]run{}
+	for _, r := range wp.runs() {
+		runsOf[r.job] = append(runsOf[r.job], r)
+		f.runs++
+	}
+	return byKey, runsOf
+}
+
 // check verifies the invariants from the complete history of the job records:
 // every confirmed job is done or dead; at most one done write per job, on the job's
 // latest claim, with that run's output; every dead job in dead letters; the jobs
@@ -59,15 +78,7 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 	defer o.mu.Unlock()
 
 	// 2. Each job's history.
-	byKey := map[string][]*revision{}
-	for _, r := range o.revs {
-		byKey[r.key] = append(byKey[r.key], r)
-	}
-	runsOf := map[string][]run{}
-	for _, r := range wp.runs() {
-		runsOf[r.job] = append(runsOf[r.job], r)
-		f.runs++
-	}
+	byKey, runsOf := histories(o, wp, &f)
 	dead := deadLetters(t, js, q)
 	for _, ids := range dead {
 		f.deadLetters += ids
@@ -78,9 +89,7 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 		}
 	}
 	for id, payload := range jobs {
-		revs := byKey[id]
-		slices.SortFunc(revs, func(a, b *revision) int { return int(a.seq) - int(b.seq) })
-		runs := runsOf[id]
+		revs, runs := byKey[id], runsOf[id]
 		desc := func() string {
 			s := "history: " + history(revs) + "; runs:"
 			for _, r := range runs {

@@ -711,18 +711,7 @@ func checkSequences(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStrea
 	o.mu.Lock()
 	defer o.mu.Unlock()
 
-	byKey := map[string][]*revision{}
-	for _, r := range o.revs {
-		byKey[r.key] = append(byKey[r.key], r)
-	}
-	for _, revs := range byKey {
-		slices.SortFunc(revs, func(a, b *revision) int { return cmp.Compare(a.seq, b.seq) })
-	}
-	runsOf := map[string][]run{}
-	for _, r := range wp.runs() {
-		runsOf[r.job] = append(runsOf[r.job], r)
-		f.runs++
-	}
+	byKey, runsOf := histories(o, wp, &f)
 	for _, c := range deadLetters(t, js, q) {
 		f.deadLetters += c
 	}
