@@ -12,7 +12,9 @@ import (
 
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/internal/workflow"
 )
 
 // QueueInfo is a queue's state as the server reports it.
@@ -42,6 +44,14 @@ type QueueInfo struct {
 	Storage         string    `json:"storage"`
 	Created         time.Time `json:"created"`
 	FirstJob        time.Time `json:"first_job,omitzero"` // when the oldest job was stored
+	// SequenceWaiting counts the jobs waiting for the job before them in their
+	// sequence key (docs/sequences.md), SequenceKeys the keys with such a job, and
+	// SequenceOldest is when the longest waiting of them was enqueued. They come from
+	// the server's index of the sequences' links, not from a read of every record;
+	// a job halted after a dead one is not counted (Admin.Sequences lists it).
+	SequenceWaiting int       `json:"sequence_waiting"`
+	SequenceKeys    int       `json:"sequence_keys"`
+	SequenceOldest  time.Time `json:"sequence_oldest,omitzero"`
 	// LastSequence is the stream's last sequence: it grows by one with every job
 	// stored (enqueued, fired or requeued) and every schedule written, so its
 	// difference over time is the queue's arrival rate.
@@ -178,7 +188,9 @@ func (a *Admin) queueState(ctx context.Context, n queue.Names, s jetstream.Strea
 			return err
 		}
 		qi.Records, qi.RecordTTL = b.CachedInfo().State.Msgs, Duration(b.CachedInfo().Config.MaxAge)
-		return nil
+		backlog, err := workflow.SequenceBacklog(ctx, record.Store{JS: a.js, Bucket: n.Bucket})
+		qi.SequenceWaiting, qi.SequenceKeys, qi.SequenceOldest = backlog.Jobs, backlog.Keys, backlog.Oldest
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: job records %s: %w", n.Queue, n.Bucket, err)

@@ -14,22 +14,26 @@ import (
 
 	"github.com/workq/workq/internal/option"
 	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/workflow"
 )
 
 // QueueCollector is a prometheus.Collector that reads queues' state from the server
 // when scraped: jobs in the stream, jobs not yet delivered, jobs delivered and not
 // acknowledged, of those the redelivered ones, dead letters, the age of the oldest
-// job, delayed jobs waiting for their time and periodic schedules. Register it once per registry (reg.MustRegister(c)) with every queue
+// job, delayed jobs waiting for their time, periodic schedules, and the jobs waiting
+// in sequences. Register it once per registry (reg.MustRegister(c)) with every queue
 // to watch; it creates nothing on the server.
 //
-// A scrape reads each queue with four requests to the server (stream info, consumer
-// info, the schedules' count, dead-letter stream info), two more to find the
-// oldest job when the stream holds schedules. The result is cached for CollectorCache
-// (default DefaultCollectorCache, 5 s), and scrapes that arrive while a read is under
-// way wait for it rather than start their own, so frequent or concurrent scrapes
-// never hammer the server. A read is bounded by CollectorTimeout (default
-// DefaultCollectorTimeout, 3 s): a scrape of an unreachable server returns within it,
-// with workq_queue_up 0 for each queue.
+// A scrape reads each queue with five requests to the server (stream info, consumer
+// info, the schedules' count, dead-letter stream info, the sequences' links), two
+// more to find the oldest job when the stream holds schedules, and one more for the
+// oldest waiting job when a sequence has one (plus one per 100 000 such jobs). The
+// result is cached for CollectorCache (default DefaultCollectorCache, 5 s), and
+// scrapes that arrive while a read is under way wait for it rather than start their
+// own, so frequent or concurrent scrapes never hammer the server. A read is bounded
+// by CollectorTimeout (default DefaultCollectorTimeout, 3 s): a scrape of an
+// unreachable server returns within it, with workq_queue_up 0 for each queue.
 type QueueCollector struct {
 	js       jetstream.JetStream
 	queues   []queue.Names // nil: every workq queue on the server
@@ -48,6 +52,8 @@ type queueSample struct {
 	jobs, pending, ackPending, redelivered, dead float64
 	scheduled, schedules, paused                 float64
 	oldest                                       time.Time // zero when the queue is empty
+	seqWaiting, seqKeys                          float64
+	seqOldest                                    time.Time // zero when no job waits in a sequence
 }
 
 // CollectorOption configures a QueueCollector. NewQueueCollector skips nil options.
@@ -102,6 +108,9 @@ func CollectorTimeout(d time.Duration) CollectorOption {
 //	workq_queue_oldest_job_age_seconds  gauge  age of the oldest job in the queue, 0 when empty
 //	workq_queue_scheduled               gauge  delayed jobs waiting for their time
 //	workq_queue_schedules               gauge  periodic schedules, paused ones included
+//	workq_queue_sequence_waiting        gauge  jobs waiting for the job before them in their sequence key
+//	workq_queue_sequence_keys           gauge  sequence keys with such a job
+//	workq_queue_sequence_oldest_waiting_seconds gauge  how long the longest of them has waited, 0 when none
 //	workq_queue_up                      gauge  1 if the last read of the queue succeeded, else 0 (and no other series)
 func NewQueueCollector(js jetstream.JetStream, queues []string, opts ...CollectorOption) (*QueueCollector, error) {
 	if js == nil {
@@ -135,6 +144,9 @@ var (
 	descOldest      = queueDesc("workq_queue_oldest_job_age_seconds", "Age of the oldest job in the queue's stream; 0 when it is empty.")
 	descScheduled   = queueDesc("workq_queue_scheduled", "Delayed jobs waiting for their time.")
 	descSchedules   = queueDesc("workq_queue_schedules", "Periodic schedules of the queue, paused ones included.")
+	descSeqWaiting  = queueDesc("workq_queue_sequence_waiting", "Jobs waiting for the job before them in their sequence key (not halted ones).")
+	descSeqKeys     = queueDesc("workq_queue_sequence_keys", "Sequence keys with a job waiting for the job before it.")
+	descSeqOldest   = queueDesc("workq_queue_sequence_oldest_waiting_seconds", "How long the longest waiting job of a sequence has waited; 0 when none waits.")
 	descPaused      = queueDesc("workq_queue_paused", "1 while the queue is paused (its workers get no jobs), else 0.")
 	descUp          = queueDesc("workq_queue_up", "1 if the last read of the queue's state from the server succeeded, else 0.")
 )
@@ -145,7 +157,7 @@ func queueDesc(name, help string) *prometheus.Desc {
 
 // Describe implements prometheus.Collector.
 func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descJobs, descPending, descAckPending, descRedelivered, descDead, descOldest, descScheduled, descSchedules, descPaused, descUp} {
+	for _, d := range []*prometheus.Desc{descJobs, descPending, descAckPending, descRedelivered, descDead, descOldest, descScheduled, descSchedules, descSeqWaiting, descSeqKeys, descSeqOldest, descPaused, descUp} {
 		ch <- d
 	}
 }
@@ -172,6 +184,13 @@ func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 			age = max(0, now.Sub(s.oldest).Seconds()) // the server's clock stamped it
 		}
 		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, age, s.queue)
+		ch <- prometheus.MustNewConstMetric(descSeqWaiting, prometheus.GaugeValue, s.seqWaiting, s.queue)
+		ch <- prometheus.MustNewConstMetric(descSeqKeys, prometheus.GaugeValue, s.seqKeys, s.queue)
+		seqAge := 0.0
+		if !s.seqOldest.IsZero() {
+			seqAge = max(0, now.Sub(s.seqOldest).Seconds())
+		}
+		ch <- prometheus.MustNewConstMetric(descSeqOldest, prometheus.GaugeValue, seqAge, s.queue)
 	}
 }
 
@@ -271,6 +290,11 @@ func (c *QueueCollector) readQueue(ctx context.Context, n queue.Names, si *jetst
 	default:
 		s.dead = float64(dead.CachedInfo().State.Msgs)
 	}
+	backlog, err := workflow.SequenceBacklog(ctx, record.Store{JS: c.js, Bucket: n.Bucket})
+	if err != nil {
+		return s
+	}
+	s.seqWaiting, s.seqKeys, s.seqOldest = float64(backlog.Jobs), float64(backlog.Keys), backlog.Oldest
 	s.ok = true
 	return s
 }

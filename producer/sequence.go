@@ -126,7 +126,7 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 		}
 		msgs := []*nats.Msg{p.records.KeyMsg(tailKey, tailValue, tailRev)}
 		if live {
-			msgs = append(msgs, p.records.KeyMsg(workflow.NextKey(pred.ID), nextValue, 0))
+			msgs = append(msgs, p.records.KeyMsg(workflow.NextKey(key, pred.ID), nextValue, 0))
 		}
 		create, err := p.records.CreateMsg(ctx, rec)
 		if errors.Is(err, record.ErrConflict) {
@@ -160,7 +160,7 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 		case live:
 			// The job before may have ended between the read and the batch: its end
 			// found no successor then, so this enqueue tells the new job.
-			return JobInfo{ID: j.ID, Waiting: true}, p.tellIfEnded(ctx, j.ID, pred.ID)
+			return JobInfo{ID: j.ID, Waiting: true}, p.tellIfEnded(ctx, key, j.ID, pred.ID)
 		case halt:
 			return JobInfo{ID: j.ID, Waiting: true}, nil
 		}
@@ -179,7 +179,7 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 // (as a sequence's job ends: Releaser.SequenceEnded). It finishes pred's end as
 // pred's own end does (Releaser.Ended): that end ran before id's link was written,
 // found no successor, and left the link for this enqueue to tell and drop.
-func (p *Producer) tellIfEnded(ctx context.Context, id, pred string) error {
+func (p *Producer) tellIfEnded(ctx context.Context, key, id, pred string) error {
 	cur, err := p.records.Get(ctx, pred)
 	switch {
 	case errors.Is(err, record.ErrNotFound) || errors.Is(err, record.ErrCorrupt):
@@ -187,11 +187,11 @@ func (p *Producer) tellIfEnded(ctx context.Context, id, pred string) error {
 		if err := p.flows.TellJob(ctx, id, pred, false, nil); err != nil {
 			return err
 		}
-		_, rev, err := workflow.ReadLink(ctx, p.records, workflow.NextKey(pred))
+		_, rev, err := workflow.ReadLink(ctx, p.records, workflow.NextKey(key, pred))
 		if err != nil {
 			return err
 		}
-		return p.records.DeleteKey(ctx, workflow.NextKey(pred), rev)
+		return p.records.DeleteKey(ctx, workflow.NextKey(key, pred), rev)
 	case err != nil:
 		return err
 	}
@@ -222,14 +222,14 @@ func (p *Producer) finishSequenced(ctx context.Context, rec *record.Record) erro
 func (p *Producer) finishEnqueue(ctx context.Context, rec *record.Record) error {
 	switch {
 	case rec.State == record.Queued && rec.After != "":
-		if err := p.tellIfEnded(ctx, rec.ID, rec.After); err != nil {
+		if err := p.tellIfEnded(ctx, rec.SequenceKey, rec.ID, rec.After); err != nil {
 			return err
 		}
 		return p.flows.Release(ctx, rec) // a resumed job's release has no link to finish
 	case rec.State == record.Queued:
 		return p.flows.Release(ctx, rec)
 	case rec.State == record.Waiting && rec.After != "" && len(rec.WaitingFor) > 0:
-		return p.tellIfEnded(ctx, rec.ID, rec.After)
+		return p.tellIfEnded(ctx, rec.SequenceKey, rec.ID, rec.After)
 	}
 	return nil
 }

@@ -83,7 +83,7 @@ func (p *Producer) enqueueSequencedBatch(ctx context.Context, items []seqItem, s
 					info = JobInfo{ID: it.j.ID, Sequence: ack.Sequence, Duplicate: ack.Duplicate}
 				}
 			case pl.waits != "":
-				err = p.tellIfEnded(ctx, it.j.ID, pl.waits)
+				err = p.tellIfEnded(ctx, it.j.Sequence, it.j.ID, pl.waits)
 			}
 			set(it.i, info, err)
 		}
@@ -152,7 +152,7 @@ func (p *Producer) planSequenced(ctx context.Context, chunk []seqItem) ([]*nats.
 		case st.live:
 			rec.State, rec.After, rec.WaitingFor = record.Waiting, st.last, []string{st.last}
 			link, _ := json.Marshal(workflow.Link{Job: it.j.ID})
-			msgs = append(msgs, p.records.KeyMsg(workflow.NextKey(st.last), link, 0))
+			msgs = append(msgs, p.records.KeyMsg(workflow.NextKey(key, st.last), link, 0))
 			if st.external {
 				planned[k].waits = st.last
 			}

@@ -48,7 +48,7 @@ func TestSequencePredecessorEndsDuringEnqueue(t *testing.T) {
 	if err != nil || b.State != record.Queued || b.After != "a" || len(b.WaitingFor) != 0 {
 		t.Fatalf("b: %+v, %v; want it released after a", b, err)
 	}
-	if _, _, err := p.records.GetKey(ctx, workflow.NextKey("a")); !errors.Is(err, record.ErrNotFound) {
+	if _, _, err := p.records.GetKey(ctx, workflow.NextKey("k", "a")); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("a's successor link: %v; want it dropped", err)
 	}
 	if tail, _, err := workflow.ReadLink(ctx, p.records, workflow.TailKey("k")); err != nil || tail == nil || tail.Job != "b" {
@@ -150,14 +150,14 @@ func TestSequenceRetriedEnqueueDropsTheLink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := p.records.GetKey(ctx, workflow.NextKey("x")); err != nil {
+	if _, _, err := p.records.GetKey(ctx, workflow.NextKey("k", "x")); err != nil {
 		t.Fatalf("x's successor link before the retry: %v", err)
 	}
 	info, err := p.Enqueue(ctx, nil, ID("y"), Sequence("k"))
 	if err != nil || !info.Duplicate {
 		t.Fatalf("y again: %+v, %v; want a duplicate", info, err)
 	}
-	if _, _, err := p.records.GetKey(ctx, workflow.NextKey("x")); !errors.Is(err, record.ErrNotFound) {
+	if _, _, err := p.records.GetKey(ctx, workflow.NextKey("k", "x")); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("x's successor link after the retry: %v; want it dropped", err)
 	}
 	if rec, err := p.Status(ctx, "y"); err != nil || rec.State != StateQueued {

@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/workq/workq/admin"
 	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/producer"
 	"github.com/workq/workq/testenv"
@@ -67,6 +69,22 @@ func TestSequencesPage(t *testing.T) {
 	})
 	_, srv := serveJS(t, js)
 	c := browser(t)
+	// The queue's page counts the jobs waiting in sequences from the links: h-3
+	// behind the halted h-2, r-2 behind r-1 (h-2 itself waits for an operator). The
+	// halt is written before h-1's link goes.
+	a, err := admin.New(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "h-1's link to go", func() bool {
+		qi, err := a.Queue(ctx, q)
+		return err == nil && qi.SequenceWaiting == 2
+	})
+	_, qpage, _ := get(t, c, srv.URL+"/queues/"+q+"?fragment=1")
+	m := regexp.MustCompile(`(?s)data-field="sequences">(.*?)</dd>`).FindStringSubmatch(qpage)
+	if m == nil || !strings.Contains(m[1], ">2 waiting in 2 key(s)</a>, the longest ") || !strings.Contains(m[1], `href="/queues/hooks/sequences"`) {
+		t.Fatalf("the queue's sequences summary: %q\n%s", m, qpage)
+	}
 	status, page, _ := get(t, c, srv.URL+"/queues/"+q+"/sequences")
 	if status != 200 || !strings.Contains(page, "2 key(s) with jobs not ended, <strong>1 halted</strong>") {
 		t.Fatalf("sequences page: %d\n%s", status, page)

@@ -64,6 +64,14 @@ func TestSequenceCommands(t *testing.T) {
 	if out := ok(t, "", "job", "get", q, "k-3"); !regexp.MustCompile(`(?m)^sequence +cust 42$`).MatchString(out) || !strings.Contains(out, "k-2 (waiting for it to end)") {
 		t.Fatalf("job get k-3: want its sequence and the job it waits for:\n%s", out)
 	}
+	// queue info counts k-3, waiting behind the halted k-2 (which waits for an
+	// operator, not a job), once k-1's link to k-2 went.
+	waitFor(t, 10*time.Second, "queue info to count k-3 waiting", func() bool {
+		out := ok(t, "", "queue", "info", q)
+		return regexp.MustCompile(`(?m)^waiting in sequences +1$`).MatchString(out) &&
+			regexp.MustCompile(`(?m)^sequence keys with one waiting +1$`).MatchString(out) &&
+			regexp.MustCompile(`(?m)^oldest waiting in a sequence +(just now|\d+s ago)$`).MatchString(out)
+	})
 	r := wq(t, "", "sequence", "resume", q, "other")
 	oneLine(t, r, 1, "sequence other is not halted")
 	if out := ok(t, "", "sequence", "resume", q, "cust 42"); !strings.HasPrefix(out, "cust 42: resumed at job k-2 (after k-1") {

@@ -69,7 +69,7 @@ func (s Store) getMany(ctx context.Context, ids []string, out map[string]*Record
 		if err != nil || len(m.Data) == 0 && m.Header.Get("Status") != "" {
 			return // the end of the batch (204), none found (404), refused, or gone
 		}
-		if m.Header.Get("KV-Operation") != "" || m.Header.Get(jetstream.MarkerReasonHeader) != "" {
+		if isMarkerHeader(m.Header) {
 			continue // a delete, purge or expiry marker
 		}
 		id, ok := bySubject[m.Header.Get(jetstream.SubjectHeader)]

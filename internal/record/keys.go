@@ -2,12 +2,13 @@ package record
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/retry"
 )
 
@@ -59,14 +60,41 @@ func (s Store) KeyMsg(key string, value []byte, prev uint64) *nats.Msg {
 	return &nats.Msg{Subject: "$KV." + s.Bucket + "." + key, Data: value, Header: h}
 }
 
-// DeleteKey deletes raw key if its value is still at revision rev (a purge marker,
-// which the bucket's age limit removes); nothing if it moved on.
+// DeleteKey deletes raw key if its value is still at revision rev; nothing if it
+// moved on. It purges the key's messages up to rev through the stream's purge API,
+// which leaves no marker (a KV delete or purge would): the keys the server indexes
+// (KeysUnder) are the live ones, and a write over the key expects no revision (0).
+// A bucket whose stream denies purges takes no KV purge either (it refuses
+// roll-ups), so this is no loss.
 func (s Store) DeleteKey(ctx context.Context, key string, rev uint64) error {
-	err := retry.Do(ctx, func(ctx context.Context) error {
-		return s.KV.Purge(ctx, key, jetstream.LastRevision(rev))
+	return retry.Do(ctx, func(ctx context.Context) error {
+		return s.purgeKey(ctx, key, rev)
 	})
-	if jserr.IsConflict(err) {
-		return nil
+}
+
+// purgeKey purges raw key's messages with a sequence up to rev.
+func (s Store) purgeKey(ctx context.Context, key string, rev uint64) error {
+	req, err := json.Marshal(struct {
+		Filter string `json:"filter"`
+		Seq    uint64 `json:"seq"` // purges the filter's messages below it
+	}{"$KV." + s.Bucket + "." + key, rev + 1})
+	if err != nil {
+		return err
 	}
-	return err
+	reply, err := s.JS.Conn().RequestWithContext(ctx, apiPrefix(s.JS)+"STREAM.PURGE.KV_"+s.Bucket, req)
+	if err != nil {
+		return err
+	}
+	var resp struct {
+		Error *jetstream.APIError `json:"error,omitempty"`
+	}
+	switch err := json.Unmarshal(reply.Data, &resp); {
+	case err != nil:
+		return fmt.Errorf("purge key %s: %w", key, err)
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:
+		return nil // no bucket, no key
+	case resp.Error != nil:
+		return fmt.Errorf("purge key %s: %w", key, resp.Error)
+	}
+	return nil
 }

@@ -120,7 +120,7 @@ func isMarker(m *storedMsg) bool {
 		return false
 	}
 	h, err := nats.DecodeHeadersMsg(m.Header)
-	return err == nil && (h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != "")
+	return err == nil && isMarkerHeader(h)
 }
 
 // lastMsg reads the key's last message, a marker too, from the stream leader.

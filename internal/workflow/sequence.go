@@ -34,8 +34,13 @@ type Link struct {
 // TailKey is the bucket key of sequence key's tail.
 func TailKey(key string) string { return "==.seq." + wireid.Encode(key) }
 
-// NextKey is the bucket key of job id's successor in its sequence.
-func NextKey(id string) string { return "==.next." + wireid.Encode(id) }
+// NextKey is the bucket key of job id's successor in sequence key. The key comes
+// first so that the server's index of the bucket's keys tells which keys have jobs
+// waiting (SequenceBacklog).
+func NextKey(key, id string) string { return NextPrefix + wireid.Encode(key) + "." + wireid.Encode(id) }
+
+// NextPrefix is the prefix of every successor's bucket key.
+const NextPrefix = "==.next."
 
 // ReadLink reads the link at key, with the key's revision, which a write over it
 // expects: nil when there is none (rev is then a delete or purge marker's, or 0), or
@@ -94,7 +99,7 @@ func (r *Releaser) endedInSequence(ctx context.Context, rec *record.Record) erro
 	if err != nil || !ended {
 		return err // the job before it tells it when it ends, and this runs again
 	}
-	next, nextRev, err := ReadLink(ctx, r.Store, NextKey(rec.ID))
+	next, nextRev, err := ReadLink(ctx, r.Store, NextKey(rec.SequenceKey, rec.ID))
 	if err != nil {
 		return fmt.Errorf("sequence %q: reading the successor of job %s: %w", rec.SequenceKey, rec.ID, err)
 	}
@@ -102,7 +107,7 @@ func (r *Releaser) endedInSequence(ctx context.Context, rec *record.Record) erro
 		if err := r.TellJob(ctx, next.Job, rec.ID, dead, nil); err != nil {
 			return fmt.Errorf("sequence %q: %w", rec.SequenceKey, err)
 		}
-		return r.Store.DeleteKey(ctx, NextKey(rec.ID), nextRev)
+		return r.Store.DeleteKey(ctx, NextKey(rec.SequenceKey, rec.ID), nextRev)
 	}
 	if dead {
 		// The key's last job died: the tail stays, so that a job enqueued next with

@@ -1,0 +1,84 @@
+package record_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/testenv"
+)
+
+// DeleteKey leaves no marker: the keys the server indexes are the live ones at once,
+// a write over a deleted key expects revision 0, and a delete at an old revision
+// leaves the value written since. KeysUnder lists the keys under a prefix only, and
+// FirstKeyUnder finds the oldest value, stepping over a marker.
+func TestKeyIndex(t *testing.T) {
+	t.Parallel()
+	js := testenv.Start(t).JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "WORKQ_keys_JOBS", History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := record.Store{JS: js, KV: kv, Bucket: "WORKQ_keys_JOBS"}
+	keys := func() []string {
+		t.Helper()
+		var got []string
+		n, err := s.KeysUnder(ctx, "==.l.", func(k string) { got = append(got, k) })
+		if err != nil || n != len(got) {
+			t.Fatalf("KeysUnder: %d, %v; listed %v", n, err, got)
+		}
+		slices.Sort(got)
+		return got
+	}
+	if _, _, err := s.FirstKeyUnder(ctx, "==.l."); !errors.Is(err, record.ErrNotFound) {
+		t.Fatalf("FirstKeyUnder of none: %v, want ErrNotFound", err)
+	}
+	put := func(key string, prev uint64) uint64 {
+		t.Helper()
+		rev, err := kv.Update(ctx, key, []byte(`{"job":"x"}`), prev)
+		if err != nil {
+			t.Fatalf("write %s over %d: %v", key, prev, err)
+		}
+		return rev
+	}
+	// A marker before the first live key: FirstKeyUnder steps over it.
+	put("==.l.gone", 0)
+	if err := kv.Purge(ctx, "==.l.gone"); err != nil {
+		t.Fatal(err)
+	}
+	beforeA := time.Now()
+	revA := put("==.l.a", 0)
+	put("==.l.b", 0)
+	put("==.other", 0)
+	if err := s.Create(ctx, &record.Record{ID: "job", Queue: "keys", State: record.Queued}); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(); !slices.Equal(got, []string{"==.l.a", "==.l.b", "==.l.gone"}) {
+		t.Fatalf("keys under ==.l.: %v", got)
+	}
+	if k, at, err := s.FirstKeyUnder(ctx, "==.l."); err != nil || k != "==.l.a" || at.Before(beforeA.Add(-time.Second)) || at.After(time.Now()) {
+		t.Fatalf("FirstKeyUnder: %q at %s, %v; want ==.l.a, written after %s", k, at, err, beforeA)
+	}
+
+	if err := s.DeleteKey(ctx, "==.l.a", revA); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(); !slices.Equal(got, []string{"==.l.b", "==.l.gone"}) {
+		t.Fatalf("keys under ==.l. after a's delete: %v; want no marker of a", got)
+	}
+	if _, rev, err := s.GetKey(ctx, "==.l.a"); !errors.Is(err, record.ErrNotFound) || rev != 0 {
+		t.Fatalf("a after its delete: revision %d, %v; want none", rev, err)
+	}
+	revA2 := put("==.l.a", 0)
+	if err := s.DeleteKey(ctx, "==.l.a", revA); err != nil {
+		t.Fatalf("delete at an old revision: %v", err)
+	}
+	if _, rev, err := s.GetKey(ctx, "==.l.a"); err != nil || rev != revA2 {
+		t.Fatalf("a after a delete at its old revision: revision %d, %v; want %d kept", rev, err, revA2)
+	}
+}
