@@ -66,6 +66,7 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 	}
 	w.releaseUnique(ctx, j)
 	if fence || !j.fenced { // not a copy of a job that died before
+		j.spanEvent("dead letter", "attempts", j.attempt)
 		w.ended(j, endDead, reason, 0)
 	}
 	if j.fenced && !w.tellDependents(ctx, j, j.task()) {

@@ -31,6 +31,16 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 		w.metrics.redeliveries.Inc()
 	}
 	j := w.newJob(l, md)
+	if w.cfg.tracer != nil {
+		ctx = w.startSpan(ctx, j)
+		// A delivery that is not settled in the background has ended when this
+		// returns; one that did not go through ended says so on its span.
+		defer func() {
+			if !j.settling {
+				j.endSpan("not run", nil)
+			}
+		}()
+	}
 	if n := len(l.msg.Headers().Get(queue.HeaderKind)); n > queue.MaxKindLen {
 		// Any client may set the kind; one this long could not be kept in the record.
 		w.reject(ctx, j, fmt.Errorf("%w: kind of %d bytes, longer than %d", ErrMalformed, n, queue.MaxKindLen))
@@ -99,7 +109,11 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 	}
 	herr, cause := w.run(ctx, j)
 	d := decide(herr, cause, j.attempt, j.maxAttempts, w.cfg.backoff)
-	w.background(func() { w.settle(ctx, j, d) })
+	j.settling = true
+	w.background(func() {
+		w.settle(ctx, j, d)
+		j.endSpan("settled", nil) // every settle ends through ended: this is a guard
+	})
 }
 
 // claimed claims j and reports whether it may run; a delivery that may not is ended
@@ -114,8 +128,12 @@ func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 	}
 	switch v {
 	case runIt:
+		if j.span != nil {
+			j.span.span.Claimed(j.attempt, j.token)
+		}
 		return true
 	case alreadyDone:
+		j.endSpan("already ended", nil)
 		w.stats.alreadyDone.Add(1)
 		if w.tellDependents(ctx, j, j.claim) {
 			w.ack(j)
@@ -129,6 +147,7 @@ func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 			// Another copy of the enqueue that died: its own message publishes the
 			// dead letter before it is terminated.
 			w.stats.alreadyDone.Add(1)
+			j.endSpan("already ended", nil)
 			if w.tellDependents(ctx, j, j.claim) {
 				j.term()
 			}
@@ -138,12 +157,15 @@ func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 	case watched:
 		w.stats.stale.Add(1)
 		j.metrics.stale.Inc()
+		j.endSpan("watched", nil)
 		w.watch(j.lease, min(j.retryIn, w.cfg.heartbeat, watchPoll))
 	case busy:
 		w.stats.busy.Add(1)
+		j.endSpan("busy", nil)
 		j.nak(j.retryIn)
 	case early:
 		w.stats.early.Add(1)
+		j.endSpan("early", nil)
 		j.nak(j.retryIn)
 	case unreadable:
 		w.stats.errors.Add(1)
@@ -220,7 +242,7 @@ func (w *Worker) run(ctx context.Context, j *Job) (err, cause error) {
 	}
 	w.metrics.inFlight.Inc()
 	err = safeCall(hctx, w.handler, j)
-	j.metrics.duration.Observe(time.Since(start).Seconds())
+	j.metrics.observeDuration(time.Since(start), j.traceID())
 	w.metrics.inFlight.Dec()
 	if hctx.Err() != nil {
 		cause = context.Cause(hctx)

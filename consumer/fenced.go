@@ -85,6 +85,7 @@ func (w *Worker) commit(ctx context.Context, j *Job) {
 		return
 	}
 	w.releaseUnique(ctx, j)
+	j.spanEvent("commit", "token", j.token)
 	w.ended(j, endCommitted, nil, 0)
 	if w.tellDependents(ctx, j, j.task()) {
 		w.ack(j)

@@ -45,6 +45,8 @@ type Job struct {
 	unique      string        // the job's unique key (Workq-Unique), "" if none
 	uniqueFor   time.Duration // how long the key stays held after the job ends
 	uniqueRev   uint64        // the revision of the key this run holds; 0 if none (unique.go)
+	span        *deliverySpan // the delivery's span when the worker traces (Tracing), else nil
+	settling    bool          // fenced: its run ended and its settle went to the background
 
 	mu      sync.Mutex
 	claim   *record.Record          // fenced: this run's claim as last written (renewals move its revision)

@@ -106,3 +106,16 @@ func newMetrics(reg prometheus.Registerer, q string) (*workerMetrics, error) {
 func (k *kindMetrics) observeWait(enqueued time.Time, start time.Time) {
 	k.wait.Observe(max(0, start.Sub(enqueued).Seconds()))
 }
+
+// observeDuration records how long one run of a handler took, with the run's trace id
+// as the observation's exemplar when it has one (Tracing): exemplars are exposed
+// in the OpenMetrics format only.
+func (k *kindMetrics) observeDuration(d time.Duration, traceID string) {
+	if traceID != "" {
+		if e, ok := k.duration.(prometheus.ExemplarObserver); ok {
+			e.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": traceID})
+			return
+		}
+	}
+	k.duration.Observe(d.Seconds())
+}

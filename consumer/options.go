@@ -57,6 +57,7 @@ type config struct {
 	queue         queue.Config
 	registerer    prometheus.Registerer
 	groupCommit   *bool
+	tracer        Tracer
 }
 
 func defaults() config {

@@ -36,6 +36,7 @@ type endingSpec struct {
 	log     string
 	level   slog.Level
 	report  attempt.Outcome
+	outcome string // the outcome its span ends with (Tracer)
 }
 
 // endings is the one table of what each ending counts, logs and reports.
@@ -44,40 +45,42 @@ var endings = [...]endingSpec{
 		counter: func(c *counters) *atomic.Uint64 { return &c.committed },
 		metric:  func(m *kindMetrics) prometheus.Counter { return m.committed },
 		report:  attempt.Committed,
+		outcome: outcomeCommitted,
 	},
 	endRetrying: {
 		counter: func(c *counters) *atomic.Uint64 { return &c.retried },
 		metric:  func(m *kindMetrics) prometheus.Counter { return m.retried },
 		log:     "job %s failed; it will be retried", level: slog.LevelInfo,
-		report: attempt.Retrying,
+		report: attempt.Retrying, outcome: outcomeRetried,
 	},
 	endDead: {
 		counter: func(c *counters) *atomic.Uint64 { return &c.dead },
 		metric:  func(m *kindMetrics) prometheus.Counter { return m.dead },
 		log:     "job %s moved to dead letters", level: slog.LevelWarn,
-		report: attempt.Dead,
+		report: attempt.Dead, outcome: outcomeDead,
 	},
 	endHandedBack: {
 		counter: func(c *counters) *atomic.Uint64 { return &c.handedBack },
 		report:  attempt.HandedBack,
+		outcome: "handed back",
 	},
 	endReassigned: {
 		counter: func(c *counters) *atomic.Uint64 { return &c.reassigned },
 		metric:  func(m *kindMetrics) prometheus.Counter { return m.reassigned },
 		log:     "job %s was reassigned", level: slog.LevelWarn,
-		report: attempt.Stale,
+		report: attempt.Stale, outcome: outcomeReassigned,
 	},
 	endCancelled: {
 		counter: func(c *counters) *atomic.Uint64 { return &c.cancelled },
 		metric:  func(m *kindMetrics) prometheus.Counter { return m.cancelled },
 		log:     "job %s was cancelled", level: slog.LevelInfo,
-		report: attempt.Cancelled,
+		report: attempt.Cancelled, outcome: outcomeCancelled,
 	},
 	endUnsettled: {
 		counter: func(c *counters) *atomic.Uint64 { return &c.errors },
 		metric:  func(m *kindMetrics) prometheus.Counter { return m.failed },
 		log:     "job %s: outcome not written; the job will be redelivered", level: slog.LevelWarn,
-		report: attempt.Unsettled,
+		report: attempt.Unsettled, outcome: outcomeFailed,
 	},
 }
 
@@ -86,6 +89,12 @@ var endings = [...]endingSpec{
 // attributes. Every ending of a delivery goes through it, once.
 func (w *Worker) ended(j *Job, e ending, err error, delay time.Duration, args ...any) {
 	spec := endings[e]
+	if j.span != nil {
+		if e == endRetrying {
+			j.spanEvent("retry scheduled", "delay", delay, "of", j.maxAttempts)
+		}
+		j.endSpan(spec.outcome, err)
+	}
 	spec.counter(&w.stats).Add(1)
 	if spec.metric != nil {
 		spec.metric(j.metrics).Inc()

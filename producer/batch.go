@@ -121,7 +121,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, jobs []Job) ([]Result, erro
 			continue
 		}
 		j := jobs[i] // a copy: message fills in the generated id
-		msg, err := p.message(&j)
+		msg, err := p.message(ctx, &j)
 		res[i].ID = j.ID
 		if err == nil {
 			res[i].ScheduledAt = scheduledAt(msg)

@@ -75,7 +75,7 @@ func (p *Producer) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueO
 		p.metrics.errors.Inc()
 		return JobInfo{ID: j.ID}, fmt.Errorf("producer: enqueue job %s on queue %s: %w", j.ID, p.names.Queue, option.Nil("context"))
 	}
-	msg, err := p.message(&j)
+	msg, err := p.message(ctx, &j)
 	if err != nil {
 		p.metrics.errors.Inc()
 		return JobInfo{}, err
@@ -148,8 +148,9 @@ func (p *Producer) publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAc
 	return ack, err
 }
 
-// message validates j, fills in a generated id, and builds its message.
-func (p *Producer) message(j *Job) (*nats.Msg, error) {
+// message validates j, fills in a generated id, and builds its message, carrying the
+// trace of ctx when the producer traces.
+func (p *Producer) message(ctx context.Context, j *Job) (*nats.Msg, error) {
 	if j.optionErr != nil {
 		return nil, fmt.Errorf("producer: queue %s: job %s: %w", p.names.Queue, j.ID, j.optionErr)
 	}
@@ -180,6 +181,9 @@ func (p *Producer) message(j *Job) (*nats.Msg, error) {
 	}
 	if j.MaxAttempts > 0 {
 		h.Set(queue.HeaderMaxAttempts, strconv.Itoa(j.MaxAttempts))
+	}
+	if p.cfg.tracer != nil {
+		p.cfg.tracer.Inject(ctx, h)
 	}
 	if err := checkUnique(j); err != nil {
 		return nil, fmt.Errorf("producer: job %s: %w", j.ID, err)

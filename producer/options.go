@@ -41,6 +41,7 @@ type config struct {
 	replicaReads bool
 	groupCommit  *bool
 	uniqueGrace  time.Duration
+	tracer       Tracer
 }
 
 // Replicas sets the replica count of the queue's streams and bucket when this

@@ -83,7 +83,7 @@ func (p *Producer) Schedule(ctx context.Context, name, spec string, payload []by
 			option.Invalid("Sequence", j.Sequence, "none: the server fires a schedule, and a firing cannot take its place in a sequence"))
 	}
 	j.ID = schedule.FiringID(name, time.Now()) // checks the job's options and size as a firing's
-	msg, err := p.message(&j)
+	msg, err := p.message(ctx, &j)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func TestUniqueKeptWhenPublishMayHaveLanded(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := Job{ID: "landed", Unique: "k"}
-	msg, err := p.message(&j)
+	msg, err := p.message(ctx, &j)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,7 @@ func (p *Producer) EnqueueWorkflow(ctx context.Context, wf *Workflow) (*Workflow
 	if err := workflow.CheckName("workflow", wf.ID); err != nil {
 		return fail(fmt.Errorf("%w: %w", workflow.ErrInvalid, err))
 	}
-	plan, err := p.planWorkflow(wf)
+	plan, err := p.planWorkflow(ctx, wf)
 	if err != nil {
 		return fail(err)
 	}
@@ -188,7 +188,7 @@ type plannedTask struct {
 }
 
 // planWorkflow checks wf's graph and builds each task's record and message.
-func (p *Producer) planWorkflow(wf *Workflow) ([]plannedTask, error) {
+func (p *Producer) planWorkflow(ctx context.Context, wf *Workflow) ([]plannedTask, error) {
 	nodes := make([]workflow.Node, len(wf.tasks))
 	for i, t := range wf.tasks {
 		nodes[i] = workflow.Node{Name: t.name, Parents: t.parents}
@@ -202,7 +202,7 @@ func (p *Producer) planWorkflow(wf *Workflow) ([]plannedTask, error) {
 	for i, t := range wf.tasks {
 		j := t.job
 		j.ID = workflow.TaskID(wf.ID, t.name)
-		msg, err := p.message(&j)
+		msg, err := p.message(ctx, &j)
 		if err != nil {
 			return nil, fmt.Errorf("task %q: %w", t.name, err)
 		}

@@ -83,6 +83,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, healthy func() error) (
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorHandling:       promhttp.ContinueOnError, // a failing collector costs its series, not the scrape
 		MaxRequestsInFlight: 4,
+		EnableOpenMetrics:   true, // for the exemplars (trace ids) of the job duration histogram under --otel
 	}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

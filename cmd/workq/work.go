@@ -38,6 +38,7 @@ type workFlags struct {
 	verbose       bool
 	metricsAddr   string
 	groupCommit   groupCommitFlag
+	otel          bool
 
 	metricsListen string // --metrics-addr as validate made it: loopback for a port alone
 }
@@ -107,6 +108,7 @@ keep running meanwhile; their commits wait for the connection), and, with
 	fl.StringVar(&f.name, "name", "", "worker name in job records and logs (default host-pid)")
 	fl.Var(&f.groupCommit, "group-commit", groupCommitUsage)
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every job's outcome")
+	fl.BoolVar(&f.otel, "otel", false, otelUsage)
 	addMetricsFlag(fl, &f.metricsAddr)
 	return cmd
 }
@@ -155,8 +157,22 @@ func (f *workFlags) run(ctx context.Context, a *app) error {
 	if f.metricsListen != "" {
 		reg = newRegistry()
 	}
+	opts := f.options(log, reg)
+	if f.otel {
+		if r.tracing, err = startTracing(ctx); err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := r.tracing.shutdown(sctx); err != nil {
+				log.Warn("--otel: spans not exported at exit", "err", err)
+			}
+		}()
+		opts = append(opts, consumer.Tracing(r.tracing.tracer))
+	}
 	octx, cancel := a.opCtx(ctx)
-	w, err := consumer.New(octx, c.js, f.queue, r, f.options(log, reg)...)
+	w, err := consumer.New(octx, c.js, f.queue, r, opts...)
 	cancel()
 	if err != nil {
 		if errors.Is(err, consumer.ErrIncompatible) {

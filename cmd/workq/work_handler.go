@@ -18,12 +18,13 @@ import (
 
 // commandRunner is the consumer.Handler that runs the command for each job.
 type commandRunner struct {
-	argv   []string
-	queue  string
-	worker string
-	flags  *workFlags
-	stderr io.Writer
-	log    *slog.Logger
+	argv    []string
+	queue   string
+	worker  string
+	flags   *workFlags
+	stderr  io.Writer
+	log     *slog.Logger
+	tracing *tracing // --otel, else nil
 }
 
 // Handle runs the command with the job on stdin and maps its exit to an outcome.
@@ -46,7 +47,7 @@ func (r *commandRunner) Handle(ctx context.Context, j *consumer.Job) error {
 	lw := &lineWriter{w: r.stderr}
 	defer lw.flush()
 	cmd.Stderr = io.MultiWriter(lw, tail)
-	cmd.Env = append(os.Environ(), r.env(j, token)...)
+	cmd.Env = append(append(os.Environ(), r.env(j, token)...), r.tracing.env(ctx)...)
 	cmd.WaitDelay = r.flags.killGrace + time.Second // a grandchild holding stdout open cannot hang us
 	// ctx ends on --timeout, a lost job or a drain that ran out: the command's group
 	// is killed.
