@@ -46,6 +46,10 @@ func TestRecordKeepsEachAttemptsError(t *testing.T) {
 			if want := first + i; e.Attempt != want || !strings.HasSuffix(e.Error, fmt.Sprintf("failure of attempt %d", want)) || e.At.IsZero() {
 				t.Errorf("%s: error %d is %+v, want attempt %d's", id, i, e, want)
 			}
+			// Each attempt's start and worker, for the dashboard's timeline.
+			if e.Started.IsZero() || e.Started.After(e.At) || e.Worker != r.Worker.Name {
+				t.Errorf("%s: error %d started %s, ended %s, on %q; want a start before its end, on %q", id, i, e.Started, e.At, e.Worker, r.Worker.Name)
+			}
 		}
 	}
 	check("flaky", producer.StateDone, 1, 2)

@@ -48,9 +48,9 @@ const (
 	// sequence of a compare-and-set, a per-key TTL): about 100 bytes.
 	recordWriteRoom = 256
 	// recordErrorsRoom: the history of failed attempts, each entry's keys, attempt,
-	// time and error at their longest: about 11 KiB.
-	recordErrorsRoom = record.MaxErrors * (40 + len("-9223372036854775808") + len("2006-01-02T15:04:05.999999999-07:00") + maxHistoryError)
-	// recordFieldsRoom is their sum: about 21 KiB.
+	// start and end times, worker and error at their longest: about 11.5 KiB.
+	recordErrorsRoom = record.MaxErrors * (64 + len("-9223372036854775808") + 2*len("2006-01-02T15:04:05.999999999-07:00") + maxHistoryWorker + maxHistoryError)
+	// recordFieldsRoom is their sum: about 22 KiB.
 	recordFieldsRoom = recordKeysRoom + recordNamesRoom + recordNumbersRoom + recordTimesRoom +
 		recordKindRoom + recordWorkerRoom + recordRunRoom + recordWriteRoom + recordErrorsRoom
 )
@@ -58,7 +58,7 @@ const (
 // maxResultSize is the largest result (Job.SetResult) a job record can hold on a
 // connection whose server takes maxPayload bytes per message: the room left by the
 // other fields and a last_error of maxRecordError bytes, times 3/4 for base64 (4
-// bytes of JSON per 3 of result). 0 if nothing fits. About 746 KiB at the default
+// bytes of JSON per 3 of result). 0 if nothing fits. About 745 KiB at the default
 // max payload of 1 MiB.
 func maxResultSize(maxPayload int64) int {
 	room := maxPayload - int64(recordFieldsRoom+maxRecordError)
@@ -69,9 +69,9 @@ func maxResultSize(maxPayload int64) int {
 }
 
 // MaxResultSize is the largest result (Job.SetResult) a job record holds on a server
-// whose max_payload is maxPayload: about (maxPayload − 29 KiB) × 3/4, 764 328 bytes at
+// whose max_payload is maxPayload: about (maxPayload − 30 KiB) × 3/4, 763 407 bytes at
 // the default 1 MiB. The rest of the record (ids, kind, worker, times, the last error
-// and the history of errors, each at its largest) takes the 29 KiB; the result is
+// and the history of errors, each at its largest) takes the 30 KiB; the result is
 // base64 in JSON. A handler that sets more is dead-lettered with a permanent error.
 func MaxResultSize(maxPayload int64) int { return maxResultSize(maxPayload) }
 
@@ -116,11 +116,20 @@ func recordError(s string) string { return cutText(s, maxRecordError) }
 // last one is in last_error whole.
 const maxHistoryError = 1 << 10
 
+// maxHistoryWorker bounds the worker's name in each entry of the history, counted
+// as maxHistoryError is: a name is short, and the last attempt's worker is whole in
+// the record's worker field.
+const maxHistoryWorker = 64
+
 // failed records a failed attempt's error in next: its last_error, and one more
 // entry of its history (the newest record.MaxErrors kept).
 func failed(next *record.Record, attempt int, err error) {
 	next.LastError = recordError(err.Error())
-	next.AddFailure(record.Failure{Attempt: attempt, At: time.Now(), Error: cutText(err.Error(), maxHistoryError)})
+	f := record.Failure{Attempt: attempt, Started: next.StartedAt, At: time.Now(), Error: cutText(err.Error(), maxHistoryError)}
+	if next.Worker != nil {
+		f.Worker = cutText(next.Worker.Name, maxHistoryWorker)
+	}
+	next.AddFailure(f)
 }
 
 // cutText cuts s to at most limit bytes once JSON-encoded (quotes excluded), marking

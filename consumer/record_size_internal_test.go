@@ -98,7 +98,7 @@ func TestMaxResultSizeFitsARecord(t *testing.T) {
 			Worker:     &record.Worker{Name: strings.Repeat("<", recordWorkerRoom/12), Host: strings.Repeat("h", recordWorkerRoom/2), PID: math.MinInt64},
 			EnqueuedAt: at, StartedAt: at, FinishedAt: at, RetryAt: at,
 			LastError: recordError(strings.Repeat("<", 1<<20)),
-			Errors:    slices.Repeat([]record.Failure{{Attempt: math.MinInt64, At: at, Error: cutText(strings.Repeat("<", 1<<20), maxHistoryError)}}, record.MaxErrors),
+			Errors:    slices.Repeat([]record.Failure{{Attempt: math.MinInt64, Started: at, At: at, Worker: cutText(strings.Repeat("<", 1<<10), maxHistoryWorker), Error: cutText(strings.Repeat("<", 1<<20), maxHistoryError)}}, record.MaxErrors),
 			Result:    make([]byte, limit),
 		}
 		b, err := json.Marshal(r)

@@ -130,8 +130,13 @@ type TaskMessage struct {
 type AttemptError struct {
 	// Attempt is the attempt's number (Record.Attempt when it ran).
 	Attempt int `json:"attempt"`
+	// Started is when it started; zero in a record written by an older worker.
+	Started time.Time `json:"started_at,omitzero"`
 	// At is when it failed.
 	At time.Time `json:"at"`
+	// Worker is the name of the worker that ran it (at most 64 bytes of it); "" in a
+	// record written by an older worker.
+	Worker string `json:"worker,omitempty"`
 	// Error is its error text.
 	Error string `json:"error"`
 }

@@ -75,7 +75,7 @@ second signal exits at once.
 
 --max-result is bounded by the server's max_payload: a result is stored base64 in
 the job record, a JSON document that must fit one message, so the largest result
-is about (max_payload - 4 KiB) * 3/4 (783360 bytes with the default 1 MiB); more
+is about (max_payload - 30 KiB) * 3/4 (763407 bytes with the default 1 MiB); more
 is a usage error.
 
 workq logs when it loses its connection to NATS and when it regains it (jobs
@@ -103,7 +103,7 @@ keep running meanwhile; their commits wait for the connection), and, with
 	fl.DurationVar(&f.backoffMax, "backoff-max", consumer.DefaultBackoffLimit, "longest retry delay")
 	fl.IntVar(&f.permanentExit, "permanent-exit", permanentExitDefault, "exit status meaning permanent failure (dead letter, no retry)")
 	fl.DurationVar(&f.killGrace, "kill-grace", 5*time.Second, "after SIGTERM to a killed command's group, wait this long before SIGKILL")
-	fl.IntVar(&f.maxResult, "max-result", 512<<10, "largest stdout stored as the job's result, in bytes; more fails the job for good (at most about (server max_payload - 29 KiB) * 3/4)")
+	fl.IntVar(&f.maxResult, "max-result", 512<<10, "largest stdout stored as the job's result, in bytes; more fails the job for good (at most about (server max_payload - 30 KiB) * 3/4)")
 	fl.IntVar(&f.prefetch, "prefetch", 0, "jobs pulled ahead of free handlers (default adaptive; 0: none beyond the running ones)")
 	fl.StringVar(&f.name, "name", "", "worker name in job records and logs (default host-pid)")
 	fl.Var(&f.groupCommit, "group-commit", groupCommitUsage)

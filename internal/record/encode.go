@@ -90,11 +90,23 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 			b = append(b, "[,"[min(i, 1)])
 			b = append(b, `{"attempt":`...)
 			b = strconv.AppendInt(b, int64(f.Attempt), 10)
+			if !f.Started.IsZero() {
+				b = append(b, `,"started_at":"`...)
+				if b, err = f.Started.AppendText(b); err != nil {
+					return nil, err
+				}
+				b = append(b, '"')
+			}
 			b = append(b, `,"at":"`...)
 			if b, err = f.At.AppendText(b); err != nil {
 				return nil, err
 			}
-			b = append(b, `","error":`...)
+			b = append(b, '"')
+			if f.Worker != "" {
+				b = append(b, `,"worker":`...)
+				b = appendString(b, f.Worker)
+			}
+			b = append(b, `,"error":`...)
 			b = appendString(b, f.Error)
 			b = append(b, '}')
 		}

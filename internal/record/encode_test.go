@@ -48,7 +48,7 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 			r.Progress = []float64{1, 0.5, 1e-7, 3e-9, 0.000001, 1e22, 0.1 + 0.2}[rng.IntN(7)]
 		}
 		for k := range rng.IntN(4) {
-			r.Errors = append(r.Errors, Failure{Attempt: k + 1, At: pickT(), Error: pick(strs)})
+			r.Errors = append(r.Errors, Failure{Attempt: k + 1, Started: pickT(), At: pickT(), Worker: pick(strs), Error: pick(strs)})
 		}
 		if i%3 != 0 {
 			r.Worker = &Worker{Name: pick(strs), Host: pick(strs), PID: rng.IntN(100000)}

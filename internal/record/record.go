@@ -38,10 +38,14 @@ type Worker struct {
 	PID  int    `json:"pid"`
 }
 
-// Failure is the error of one failed attempt, as the record's history keeps it.
+// Failure is the error of one failed attempt, as the record's history keeps it:
+// when the attempt started and ended, on which worker, and its error. Started and
+// Worker are missing from the records of workers older than them.
 type Failure struct {
 	Attempt int       `json:"attempt"`
+	Started time.Time `json:"started_at,omitzero"`
 	At      time.Time `json:"at"`
+	Worker  string    `json:"worker,omitempty"` // the worker's name, at most 64 bytes of JSON
 	Error   string    `json:"error"`
 }
 
