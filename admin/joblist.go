@@ -25,3 +25,13 @@ func (a *Admin) Jobs(ctx context.Context, name string, q JobQuery) (*JobPage, er
 	}
 	return p.Jobs(ctx, q)
 }
+
+// JobCounts counts the jobs of queue name that have a record, by state. It is
+// producer.JobCounts (which says what it reads), without creating the queue.
+func (a *Admin) JobCounts(ctx context.Context, name string) (map[producer.State]int, error) {
+	p, err := a.producer(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return p.JobCounts(ctx)
+}

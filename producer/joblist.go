@@ -52,13 +52,15 @@ type ListedJob struct {
 	Updated time.Time `json:"updated"`
 }
 
-// Jobs lists the queue's jobs, newest first, a page at a time. It reads every job
-// record of the queue (one request per 256; records live for the record TTL, 24
-// hours by default), the delayed jobs' schedules (one request each) when the query
-// can match scheduled jobs, and the waiting jobs that no worker has received yet
-// (one request each, newest first, only as many as the page needs) when it can match
-// queued ones. Jobs published to the plain jobs subject are listed once a worker has
-// written their record.
+// Jobs lists the queue's jobs, newest first, a page at a time. It reads the job
+// records written since the producer's last call of Jobs or JobCounts (the first
+// call reads them all: records live for the record TTL, 24 hours by default), and
+// keeps what it needs of each in memory (about 130 bytes a record), so that a page
+// walks that index and reads only its own records. It also reads the delayed jobs'
+// schedules (one request each) when the query can match scheduled jobs, and the
+// waiting jobs that no worker has received yet (one request each, newest first, only
+// as many as the page needs) when it can match queued ones. Jobs published to the
+// plain jobs subject are listed once a worker has written their record.
 func (p *Producer) Jobs(ctx context.Context, q JobQuery) (*JobPage, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("producer: list jobs of queue %s: %w", p.names.Queue, option.Nil("context"))
@@ -89,14 +91,20 @@ func (p *Producer) jobs(ctx context.Context, q JobQuery) (*JobPage, error) {
 	}
 
 	var listed []ListedJob
-	records := map[string]uint64{} // job id → the sequence of the message its record is about
+	idx, unlock, err := p.jobIndex(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read job records: %w", err)
+	}
+	defer unlock()
 	if q.State != StateScheduled {
-		err := p.scanRecords(ctx, func(j ListedJob) {
-			records[j.ID] = j.Sequence
-			if keep(j) {
-				listed = append(listed, j)
-			}
-		})
+		state, stateKnown := idx.stateOf[q.State]
+		kind, kindKnown := idx.kindOf[q.Kind]
+		if (q.State == "" || stateKnown) && (q.Kind == "" || kindKnown) { // else no record matches
+			listed, err = p.indexedJobs(ctx, idx, q.Limit+1, func(e *indexEntry) bool {
+				return (q.State == "" || e.state == state) && (q.Kind == "" || e.kind == kind) &&
+					after.before(ListedJob{Record: Record{ID: e.id}, Updated: time.Unix(0, e.updated)})
+			})
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read job records: %w", err)
 		}
@@ -126,7 +134,7 @@ func (p *Producer) jobs(ctx context.Context, q JobQuery) (*JobPage, error) {
 			}
 			// A record of an earlier message with the id (a job enqueued again) does
 			// not stand for this one.
-			if seq, claimed := records[j.ID]; (!claimed || seq < j.Sequence) && keep(j) {
+			if seq, claimed := idx.messageSeq(j.ID); (!claimed || seq < j.Sequence) && keep(j) {
 				listed = append(listed, j)
 				found++
 			}

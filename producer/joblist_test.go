@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -158,44 +161,97 @@ func TestJobsListsByStateAndPages(t *testing.T) {
 	}
 }
 
-// BenchmarkJobs100k lists a page of the newest jobs, and a page of a rare state, among
-// 100 000 job records: go test -run x -bench Jobs100k -benchtime 3x ./producer/
-func BenchmarkJobs100k(b *testing.B) {
+// BenchmarkJobs lists pages of 50 among many job records (WORKQ_BENCH_RECORDS, default
+// 100 000; 1 000 000 for BENCHMARKS.md): the newest, a rare state (dead, 1 in 1000), a
+// rare kind (1 in 1000). "cold" is a producer's first page, which reads every record;
+// the others come from its index, "after-writes" with 1000 records written since the
+// page before:
+//
+//	WORKQ_BENCH_RECORDS=1000000 go test -run x -bench Jobs -benchtime 5x ./producer/
+func BenchmarkJobs(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("WORKQ_BENCH_RECORDS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1000 {
+			b.Fatalf("WORKQ_BENCH_RECORDS=%q: want a number ≥ 1000", v)
+		}
+	}
 	env := testenv.Start(b)
 	js := env.JetStream(b)
-	ctx := testenv.Context(b, 5*time.Minute)
+	ctx := testenv.Context(b, 30*time.Minute)
 	p, err := producer.New(ctx, js, "big")
 	if err != nil {
 		b.Fatal(err)
 	}
-	const n = 100_000
+	write := func(i int, state string) {
+		kind := "k"
+		if i%1000 == 7 {
+			kind = "rare"
+		}
+		rec := fmt.Sprintf(`{"id":"job-%07d","queue":"big","kind":%q,"state":%q,"attempt":1,"sequence":%d,"worker":{"name":"w","host":"h","pid":1},"enqueued_at":"2026-11-24T00:00:00Z","started_at":"2026-11-24T00:00:01Z","finished_at":"2026-11-24T00:00:02Z"}`, i, kind, state, i+1)
+		if _, err := js.PublishAsync(fmt.Sprintf("$KV.WORKQ_big_JOBS.job-%07d", i), []byte(rec)); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for i := range n {
 		state := "done"
 		if i%1000 == 0 {
 			state = "dead"
 		}
-		rec := fmt.Sprintf(`{"id":"job-%06d","queue":"big","kind":"k","state":%q,"attempt":1,"sequence":%d,"worker":{"name":"w","host":"h","pid":1},"enqueued_at":"2026-11-24T00:00:00Z","started_at":"2026-11-24T00:00:01Z","finished_at":"2026-11-24T00:00:02Z"}`, i, state, i+1)
-		if _, err := js.PublishAsync(fmt.Sprintf("$KV.WORKQ_big_JOBS.job-%06d", i), []byte(rec)); err != nil {
-			b.Fatal(err)
+		write(i, state)
+	}
+	stored := func() {
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-ctx.Done():
+			b.Fatal("records not stored")
 		}
 	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		b.Fatal("records not stored")
+	stored()
+	page := func(p *producer.Producer, q producer.JobQuery) {
+		q.Limit = 50
+		page, err := p.Jobs(ctx, q)
+		if err != nil || len(page.Jobs) != 50 {
+			b.Fatalf("%d jobs, %v", len(page.Jobs), err)
+		}
 	}
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			fresh, err := producer.New(ctx, js, "big")
+			if err != nil {
+				b.Fatal(err)
+			}
+			page(fresh, producer.JobQuery{})
+		}
+	})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	page(p, producer.JobQuery{}) // builds p's index
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.Logf("the index of %d records holds %d bytes of heap, %.0f a record", n, after.HeapAlloc-before.HeapAlloc, float64(after.HeapAlloc-before.HeapAlloc)/float64(n))
 	for _, c := range []struct {
 		name string
 		q    producer.JobQuery
-		want int
-	}{{"newest", producer.JobQuery{}, 100}, {"dead", producer.JobQuery{State: producer.StateDead}, 100}} {
+	}{{"newest", producer.JobQuery{}}, {"dead", producer.JobQuery{State: producer.StateDead}}, {"kind", producer.JobQuery{Kind: "rare"}}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				page, err := p.Jobs(ctx, c.q)
-				if err != nil || len(page.Jobs) != c.want {
-					b.Fatalf("%d jobs, %v", len(page.Jobs), err)
-				}
+				page(p, c.q)
 			}
 		})
 	}
+	next := n
+	b.Run("after-writes", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			for range 1000 {
+				write(next%n, "done") // a job written again: its record moves to the newest end
+				next++
+			}
+			stored()
+			b.StartTimer()
+			page(p, producer.JobQuery{State: producer.StateDead})
+		}
+	})
 }

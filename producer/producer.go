@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -39,6 +40,9 @@ type Producer struct {
 	// before a sequenced enqueue's batch ("sequence-batch", its try); an error it
 	// returns fails that write.
 	workflowStep func(step string, n int) error
+
+	indexMu sync.Mutex
+	index   *jobIndex // Jobs' and JobCounts' index of the job records, from their first call
 }
 
 // New returns a producer for queue, creating the queue's streams and bucket if they
