@@ -47,7 +47,8 @@ type QueueInfo struct {
 	// SequenceWaiting counts the jobs waiting for the job before them in their
 	// sequence key (docs/sequences.md), SequenceKeys the keys with such a job, and
 	// SequenceOldest is when the longest waiting of them was enqueued. They come from
-	// the server's index of the sequences' links, not from a read of every record;
+	// the server's index of the sequences' links and the records of the jobs they
+	// wait for, not from a read of every record;
 	// a job halted after a dead one is not counted (Admin.Sequences lists it).
 	SequenceWaiting int       `json:"sequence_waiting"`
 	SequenceKeys    int       `json:"sequence_keys"`

@@ -302,7 +302,7 @@ func restartServer(t *testing.T, srv *natsNode, js jetstream.JetStream, o *obser
 	t.Helper()
 	srv.crash(t)
 	killedAt := time.Now()
-	t.Logf("%6.2fs SIGKILL nats-server (%s)", killedAt.Sub(start).Seconds(), progress)
+	t.Logf("%6.2fs SIGKILL nats-server at %s (%s)", killedAt.Sub(start).Seconds(), killedAt.Format("15:04:05.000"), progress)
 	srv.start(t)
 	waitJetStream(t, js, 60*time.Second)
 	var heard time.Time

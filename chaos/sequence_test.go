@@ -21,6 +21,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/workflow"
 	"github.com/workq/workq/producer"
 )
 
@@ -716,11 +718,12 @@ type seqFigures struct {
 	createdQueued  int // jobs (not a key's first) enqueued after the one before them ended
 	linkKeys       int // keys of tails and successor links written
 	linksLeft      int // of them, still there at the end: a violation (no job dies, so no tail stays)
+	linksBack      int // still there at the end after a server's SIGKILL brought their purge back (see checkSequences)
 }
 
 func (s seqFigures) String() string {
-	return fmt.Sprintf("jobs created waiting for the one before them %d, created queued (the one before had ended) %d; sequence links (tails, successors) %d keys, %d left at the end\n",
-		s.createdWaiting, s.createdQueued, s.linkKeys, s.linksLeft)
+	return fmt.Sprintf("jobs created waiting for the one before them %d, created queued (the one before had ended) %d; sequence links (tails, successors) %d keys, %d left at the end, %d back after the server's kill (not counted waiting)\n",
+		s.createdWaiting, s.createdQueued, s.linkKeys, s.linksLeft, s.linksBack)
 }
 
 // checkSequences checks the run from the complete history of the records and the
@@ -732,6 +735,15 @@ func checkSequences(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStrea
 	f.jobs = plan.size()
 	unknownRev := completeHistory(t, nc, js, o, windows, &f)
 	live := liveLinks(t, js, o.stream)
+	serverKilled := slices.ContainsFunc(windows, func(w window) bool { return strings.HasPrefix(w.what, "nats-server kill") })
+	// The queue's counts see nothing waiting: every job ended, and a link the server
+	// brought back names a job that ended.
+	bctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	backlog, err := workflow.SequenceBacklog(bctx, record.Store{JS: js, Bucket: strings.TrimPrefix(o.stream, "KV_")})
+	cancel()
+	if err != nil || backlog.Jobs != 0 || backlog.Keys != 0 {
+		t.Errorf("VIOLATION: the sequences' backlog at the end: %+v, %v; want nothing waiting", backlog, err)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 
@@ -754,9 +766,16 @@ func checkSequences(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStrea
 			// A tail or successor link (internal/workflow/sequence.go): the end that
 			// no longer needs it drops it (a purge of its key, which the history does
 			// not show: the server says which are left), and no job dies here (a dead
-			// last job's tail stays), so none is left once every job ended.
+			// last job's tail stays), so none is left once every job ended. But a
+			// single server SIGKILLed may bring purged messages back (about 2% of the
+			// links purged in the tens of seconds before the kill, measured): those
+			// name ended jobs, which the counts skip (checked above), and stay.
 			sf.linkKeys++
 			if last := revs[len(revs)-1]; last.op == "" && live[key] {
+				if serverKilled {
+					sf.linksBack++
+					break
+				}
 				if sf.linksLeft++; sf.linksLeft <= 5 {
 					t.Errorf("VIOLATION: sequence link %s left at the end: %s; its writes: %s%s", key, last.raw, linkHistory(revs), linkedJobs(byKey, key, last))
 				}

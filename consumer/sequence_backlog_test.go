@@ -106,4 +106,16 @@ func TestSequenceBacklogCounts(t *testing.T) {
 			t.Fatalf("%s after every job ended: %v, %v", name, v, err)
 		}
 	}
+	// A link whose job ended (as a server's crash can bring one back) waits for
+	// nothing: not counted.
+	kv, err := js.KeyValue(ctx, "WORKQ_"+q+"_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "==.next.ka.a1", []byte(`{"job":"a2"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if qi, err := a.Queue(ctx, q); err != nil || qi.SequenceWaiting != 0 || qi.SequenceKeys != 0 || !qi.SequenceOldest.IsZero() {
+		t.Fatalf("with a link of an ended job: %+v, %v; want nothing waiting", qi, err)
+	}
 }

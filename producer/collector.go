@@ -27,8 +27,9 @@ import (
 //
 // A scrape reads each queue with five requests to the server (stream info, consumer
 // info, the schedules' count, dead-letter stream info, the sequences' links), two
-// more to find the oldest job when the stream holds schedules, and one more for the
-// oldest waiting job when a sequence has one (plus one per 100 000 such jobs). The
+// more to find the oldest job when the stream holds schedules, and, when a sequence
+// has jobs waiting, one per 1000 of them (the records of the jobs they wait for) and
+// one for the oldest (plus one per 100 000 such jobs for the listing). The
 // result is cached for CollectorCache (default DefaultCollectorCache, 5 s), and
 // scrapes that arrive while a read is under way wait for it rather than start their
 // own, so frequent or concurrent scrapes never hammer the server. A read is bounded

@@ -62,31 +62,32 @@ func (s Store) KeysUnder(ctx context.Context, prefix string, each func(key strin
 	}
 }
 
-// FirstKeyUnder reads the oldest value (by revision) of the raw keys under prefix
-// that is not a marker, with when it was written: ErrNotFound when there is none. It
-// makes one direct get, one more per marker it steps over.
-func (s Store) FirstKeyUnder(ctx context.Context, prefix string) (key string, at time.Time, err error) {
+// FirstKeyUnder reads the oldest value (by revision), from revision from on, of the
+// raw keys under prefix that is not a marker, with when it was written and its
+// revision: ErrNotFound when there is none. It makes one direct get, one more per
+// marker it steps over.
+func (s Store) FirstKeyUnder(ctx context.Context, prefix string, from uint64) (key string, at time.Time, rev uint64, err error) {
 	full := "$KV." + s.Bucket + "."
-	for seq := uint64(1); ; {
+	for seq := max(from, 1); ; {
 		req, err := json.Marshal(struct {
 			Seq  uint64 `json:"seq"`
 			Next string `json:"next_by_subj"`
 		}{seq, full + prefix + ">"})
 		if err != nil {
-			return "", time.Time{}, err
+			return "", time.Time{}, 0, err
 		}
 		m, err := s.JS.Conn().RequestWithContext(ctx, apiPrefix(s.JS)+"DIRECT.GET.KV_"+s.Bucket, req)
 		if err != nil {
-			return "", time.Time{}, fmt.Errorf("first key under %q: %w", prefix, err)
+			return "", time.Time{}, 0, fmt.Errorf("first key under %q: %w", prefix, err)
 		}
 		if status := m.Header.Get("Status"); status == "404" {
-			return "", time.Time{}, ErrNotFound
+			return "", time.Time{}, 0, ErrNotFound
 		} else if status != "" {
-			return "", time.Time{}, fmt.Errorf("first key under %q: direct get: %s %s", prefix, status, m.Header.Get("Description"))
+			return "", time.Time{}, 0, fmt.Errorf("first key under %q: direct get: %s %s", prefix, status, m.Header.Get("Description"))
 		}
 		var n uint64
 		if _, err := fmt.Sscan(m.Header.Get(jetstream.SequenceHeader), &n); err != nil || n < seq {
-			return "", time.Time{}, errors.New("first key under " + prefix + ": direct get answered without a sequence")
+			return "", time.Time{}, 0, errors.New("first key under " + prefix + ": direct get answered without a sequence")
 		}
 		if isMarkerHeader(m.Header) {
 			seq = n + 1
@@ -94,9 +95,9 @@ func (s Store) FirstKeyUnder(ctx context.Context, prefix string) (key string, at
 		}
 		at, err := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
 		if err != nil {
-			return "", time.Time{}, fmt.Errorf("first key under %q: its time: %w", prefix, err)
+			return "", time.Time{}, 0, fmt.Errorf("first key under %q: its time: %w", prefix, err)
 		}
-		return strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), full), at, nil
+		return strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), full), at, n, nil
 	}
 }
 

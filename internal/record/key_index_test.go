@@ -35,7 +35,7 @@ func TestKeyIndex(t *testing.T) {
 		slices.Sort(got)
 		return got
 	}
-	if _, _, err := s.FirstKeyUnder(ctx, "==.l."); !errors.Is(err, record.ErrNotFound) {
+	if _, _, _, err := s.FirstKeyUnder(ctx, "==.l.", 0); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("FirstKeyUnder of none: %v, want ErrNotFound", err)
 	}
 	put := func(key string, prev uint64) uint64 {
@@ -61,8 +61,11 @@ func TestKeyIndex(t *testing.T) {
 	if got := keys(); !slices.Equal(got, []string{"==.l.a", "==.l.b", "==.l.gone"}) {
 		t.Fatalf("keys under ==.l.: %v", got)
 	}
-	if k, at, err := s.FirstKeyUnder(ctx, "==.l."); err != nil || k != "==.l.a" || at.Before(beforeA.Add(-time.Second)) || at.After(time.Now()) {
-		t.Fatalf("FirstKeyUnder: %q at %s, %v; want ==.l.a, written after %s", k, at, err, beforeA)
+	if k, at, rev, err := s.FirstKeyUnder(ctx, "==.l.", 0); err != nil || k != "==.l.a" || rev != revA || at.Before(beforeA.Add(-time.Second)) || at.After(time.Now()) {
+		t.Fatalf("FirstKeyUnder: %q at %s, revision %d, %v; want ==.l.a, written after %s", k, at, rev, err, beforeA)
+	}
+	if k, _, _, err := s.FirstKeyUnder(ctx, "==.l.", revA+1); err != nil || k != "==.l.b" {
+		t.Fatalf("FirstKeyUnder after a: %q, %v; want ==.l.b", k, err)
 	}
 
 	if err := s.DeleteKey(ctx, "==.l.a", revA); err != nil {

@@ -86,7 +86,8 @@ func (s Store) purgeKey(ctx context.Context, key string, rev uint64) error {
 		return err
 	}
 	var resp struct {
-		Error *jetstream.APIError `json:"error,omitempty"`
+		Error  *jetstream.APIError `json:"error,omitempty"`
+		Purged uint64              `json:"purged"`
 	}
 	switch err := json.Unmarshal(reply.Data, &resp); {
 	case err != nil:
@@ -95,6 +96,13 @@ func (s Store) purgeKey(ctx context.Context, key string, rev uint64) error {
 		return nil // no bucket, no key
 	case resp.Error != nil:
 		return fmt.Errorf("purge key %s: %w", key, resp.Error)
+	case resp.Purged > 0:
+		return nil
+	}
+	// Nothing purged: right if the key moved on or went; not if its value is still
+	// the one at rev.
+	if _, now, err := s.GetKey(ctx, key); err == nil && now == rev {
+		return fmt.Errorf("purge key %s: its value at revision %d is still there", key, rev)
 	}
 	return nil
 }

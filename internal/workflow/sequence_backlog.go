@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // Backlog is how a queue's sequences stand, counted from the server's index of the
@@ -27,29 +28,59 @@ type Backlog struct {
 
 // SequenceBacklog counts the jobs of store's queue waiting in their sequences, and
 // their keys. It lists the live links' keys, about 60 bytes each from the server (one
-// request per 100 000), and reads the oldest link: no record. Deleted links leave no
-// marker (record.Store.DeleteKey), so the counts are exact as of the listing.
+// request per 100 000), reads the records of the jobs they wait for (one request per
+// 1000) and the oldest link: no scan of the records. Deleted links leave no marker
+// (record.Store.DeleteKey); a link whose job ended, which a server's crash can bring
+// back, is not counted.
 func SequenceBacklog(ctx context.Context, store record.Store) (Backlog, error) {
-	var b Backlog
-	keys := map[string]struct{}{}
-	n, err := store.KeysUnder(ctx, NextPrefix, func(k string) {
-		if key, _, ok := strings.Cut(strings.TrimPrefix(k, NextPrefix), "."); ok {
-			keys[key] = struct{}{}
+	type link struct{ key, pred string }
+	var links []link
+	_, err := store.KeysUnder(ctx, NextPrefix, func(k string) {
+		key, pred, ok := strings.Cut(strings.TrimPrefix(k, NextPrefix), ".")
+		if id, idOK := wireid.Decode(pred); ok && idOK {
+			links = append(links, link{key, id})
 		}
 	})
 	if err != nil {
 		return Backlog{}, fmt.Errorf("sequences' backlog: %w", err)
 	}
-	b.Jobs, b.Keys = n, len(keys)
-	if n == 0 {
+	if len(links) == 0 {
+		return Backlog{}, nil
+	}
+	preds := make([]string, len(links))
+	for i, l := range links {
+		preds[i] = l.pred
+	}
+	recs := store.GetMany(ctx, preds)
+	live := func(pred string) bool {
+		r, ok := recs[pred]
+		return !ok || !r.State.Terminal() || r.State == record.Cancelled && len(r.WaitingFor) > 0
+	}
+	var b Backlog
+	keys := map[string]struct{}{}
+	for _, l := range links {
+		if live(l.pred) {
+			b.Jobs++
+			keys[l.key] = struct{}{}
+		}
+	}
+	b.Keys = len(keys)
+	if b.Jobs == 0 {
 		return b, nil
 	}
-	_, b.Oldest, err = store.FirstKeyUnder(ctx, NextPrefix)
-	switch {
-	case errors.Is(err, record.ErrNotFound):
-		// Only markers: the links went since they were listed.
-	case err != nil:
-		return Backlog{}, fmt.Errorf("sequences' backlog: %w", err)
+	for from := uint64(0); ; {
+		k, at, rev, err := store.FirstKeyUnder(ctx, NextPrefix, from)
+		switch {
+		case errors.Is(err, record.ErrNotFound):
+			return b, nil // the links went since they were listed
+		case err != nil:
+			return Backlog{}, fmt.Errorf("sequences' backlog: %w", err)
+		}
+		_, pred, _ := strings.Cut(strings.TrimPrefix(k, NextPrefix), ".")
+		if id, ok := wireid.Decode(pred); ok && live(id) {
+			b.Oldest = at
+			return b, nil
+		}
+		from = rev + 1
 	}
-	return b, nil
 }
