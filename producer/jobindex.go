@@ -38,16 +38,19 @@ type jobIndex struct {
 	counts  map[State]int
 	kinds   []string          // by number: an entry holds its kind's
 	kindOf  map[string]uint32 // kind → its number
-	states  []State           // by number, from 1 (0: a hole)
+	keys    []string          // sequence keys by number, from 1 (0: none)
+	keyOf   map[string]uint32
+	states  []State // by number, from 1 (0: a hole)
 	stateOf map[State]uint8
 }
 
-// indexEntry is one record in 40 bytes: its kind and state are numbers.
+// indexEntry is one record in 48 bytes: its kind, state and sequence key are numbers.
 type indexEntry struct {
 	id      string
 	updated int64  // when the record was written (unix ns)
 	msgSeq  uint64 // the sequence of the job message the record is about (Record.Sequence)
 	kind    uint32 // in jobIndex.kinds
+	seqKey  uint32 // in jobIndex.keys: the job's sequence key; 0 for none
 	state   uint8  // in jobIndex.states; 0: gone
 }
 
@@ -57,6 +60,7 @@ type indexedRecord struct {
 	Kind     string `json:"kind"`
 	State    State  `json:"state"`
 	Sequence uint64 `json:"sequence"`
+	SeqKey   string `json:"sequence_key"`
 }
 
 func newJobIndex() *jobIndex {
@@ -70,6 +74,7 @@ func (x *jobIndex) reset(created time.Time) {
 	x.created, x.next, x.entries, x.holes = created, 1, nil, 0
 	x.slot, x.counts = map[string]int32{}, map[State]int{}
 	x.kinds, x.kindOf, x.states, x.stateOf = nil, map[string]uint32{}, []State{""}, map[State]uint8{}
+	x.keys, x.keyOf = []string{""}, map[string]uint32{"": 0}
 }
 
 // catchUp reads the records bucket's stream s from where the index stopped to its
@@ -122,8 +127,14 @@ func (x *jobIndex) put(r indexedRecord, updated int64) {
 		x.states = append(x.states, r.State)
 		x.stateOf[r.State] = state
 	}
+	key, ok := x.keyOf[r.SeqKey]
+	if !ok {
+		key = uint32(len(x.keys))
+		x.keys = append(x.keys, r.SeqKey)
+		x.keyOf[r.SeqKey] = key
+	}
 	x.slot[r.ID] = int32(len(x.entries))
-	x.entries = append(x.entries, indexEntry{id: r.ID, kind: kind, state: state, updated: updated, msgSeq: r.Sequence})
+	x.entries = append(x.entries, indexEntry{id: r.ID, kind: kind, state: state, seqKey: key, updated: updated, msgSeq: r.Sequence})
 	x.counts[r.State]++
 }
 

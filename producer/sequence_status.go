@@ -49,26 +49,50 @@ func (s *SequenceInfo) count(r *Record) {
 	}
 }
 
-// Sequences lists the sequence keys that have jobs not ended, by key, reading every
-// record of the queue (as Jobs does).
+// Sequences lists the sequence keys that have jobs not ended, by key. It walks the
+// index of the records Jobs keeps (reading the records written since its last use)
+// and reads the records of the sequences' jobs not ended (one request per 1000).
 func (p *Producer) Sequences(ctx context.Context) ([]SequenceInfo, error) {
 	if ctx == nil {
 		return nil, errors.New("producer: sequences: nil context")
 	}
-	byKey := map[string]*SequenceInfo{}
-	err := p.scanRecords(ctx, func(j ListedJob) {
-		if j.SequenceKey == "" || j.State.Terminal() {
-			return
-		}
-		s := byKey[j.SequenceKey]
-		if s == nil {
-			s = &SequenceInfo{Key: j.SequenceKey}
-			byKey[j.SequenceKey] = s
-		}
-		s.count(&j.Record)
-	})
-	if err != nil {
+	fail := func(err error) ([]SequenceInfo, error) {
 		return nil, fmt.Errorf("producer: sequences of queue %s: %w", p.names.Queue, err)
+	}
+	x, unlock, err := p.jobIndex(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	var ids []string
+	for i := range x.entries {
+		if e := &x.entries[i]; e.state != 0 && e.seqKey != 0 && !x.states[e.state].Terminal() {
+			ids = append(ids, e.id)
+		}
+	}
+	unlock()
+	byKey := map[string]*SequenceInfo{}
+	recs := p.records.GetMany(ctx, ids)
+	for _, id := range ids {
+		r, ok := recs[id]
+		if !ok {
+			got, err := p.records.Get(ctx, id)
+			if errors.Is(err, record.ErrNotFound) || errors.Is(err, record.ErrCorrupt) {
+				continue
+			}
+			if err != nil {
+				return fail(err)
+			}
+			r = got
+		}
+		if r.SequenceKey == "" || r.State.Terminal() {
+			continue // ended since the index read it
+		}
+		s := byKey[r.SequenceKey]
+		if s == nil {
+			s = &SequenceInfo{Key: r.SequenceKey}
+			byKey[r.SequenceKey] = s
+		}
+		s.count(publicRecord(r))
 	}
 	out := make([]SequenceInfo, 0, len(byKey))
 	for _, s := range byKey {
