@@ -194,7 +194,6 @@ func TestBrowserDashboard(t *testing.T) {
 	if got := tb.text("#last-error"); !strings.Contains(got, "<script>window.pwned=3</script>") {
 		t.Errorf("job page: last error %q; want the script tag as text", got)
 	}
-	tb.screenshot("job")
 	tb.open(srv.URL+"/queues/emails/dead", "#dead-list")
 	tb.screenshot("dead-letters")
 	tb.click(`tr[data-dead]:has(a[href$="/jobs/bounce-1"]) a[href*="/dead/"]`, "pre.payload")
@@ -221,7 +220,6 @@ func TestBrowserDashboard(t *testing.T) {
 
 	// Pause from the queue page, then resume.
 	tb.open(srv.URL+"/queues/emails", "#summary")
-	tb.screenshot("queue")
 	tb.click(`form[action$="/pause"] button`, ".flash")
 	if got := tb.text(`#summary dd[data-field="status"]`); got != "paused" {
 		t.Errorf("after the pause, the queue's status is %q", got)
@@ -250,9 +248,7 @@ func TestBrowserDashboard(t *testing.T) {
 	if got := tb.text(`tr[data-limiter="partner-api"] td[data-field="used"]`); got != "3" {
 		t.Errorf("locks page: partner-api used %q; want 3", got)
 	}
-	tb.screenshot("locks")
-	tb.open(srv.URL+"/", `tr[data-queue="emails"]`) // by now with rates: the pages sampled for seconds
-	tb.screenshot("queues")
+	tb.screenshot("locks") // the queues, queue and job pages': TestBrowserDashboardCharts, with their charts
 
 	// A workflow's page, with its graph (workflow_browser_test.go tests it further).
 	fillWorkflows(t, f.js)

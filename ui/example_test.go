@@ -51,6 +51,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer dashboard.Close() // stops its sampler
 	mux := http.NewServeMux()
 	mux.Handle("/workq/", dashboard)
 	web := httptest.NewServer(mux)

@@ -176,6 +176,7 @@ func (f *fixture) serve(t *testing.T, opts ...ui.Option) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.Close)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv

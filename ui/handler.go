@@ -8,20 +8,41 @@ import (
 	"github.com/workq/workq/admin"
 )
 
+// Handler is the dashboard: an http.Handler that also reads every queue's state in
+// the background every SampleEvery, keeping the history its charts draw, until
+// Close.
+type Handler struct {
+	h    *handler
+	stop context.CancelFunc
+	done chan struct{} // closed when the sampler has stopped
+}
+
+// ServeHTTP serves the dashboard's pages and actions.
+func (d *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.h.ServeHTTP(w, r) }
+
+// Close stops the background sampler and waits for it to end. The pages are still
+// served after it, with the history kept so far and the readings they make
+// themselves. Closing twice does no harm.
+func (d *Handler) Close() {
+	d.stop()
+	<-d.done
+}
+
 // handler is the dashboard.
 type handler struct {
 	cfg   config
 	adm   *admin.Admin
 	pages *pages
-	rates *rates
+	hist  *history
 	snap  *snapshot
 	mux   *http.ServeMux
 	xorg  *http.CrossOriginProtection
 }
 
-// New returns the dashboard working through adm. Options may put it under a
-// prefix, make it read-only or put it behind a token or basic auth.
-func New(adm *admin.Admin, opts ...Option) (http.Handler, error) {
+// New returns the dashboard working through adm, with its sampler started: Close
+// it when done. Options may put it under a prefix, make it read-only or put it
+// behind a token or basic auth.
+func New(adm *admin.Admin, opts ...Option) (*Handler, error) {
 	if adm == nil {
 		return nil, fmt.Errorf("ui: nil admin: %w", ErrInvalidOption)
 	}
@@ -38,9 +59,13 @@ func New(adm *admin.Admin, opts ...Option) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &handler{cfg: cfg, adm: adm, pages: ps, rates: newRates(), snap: &snapshot{ttl: cfg.refresh / 2}, mux: http.NewServeMux(), xorg: http.NewCrossOriginProtection()}
+	h := &handler{cfg: cfg, adm: adm, pages: ps, hist: newHistory(cfg.sampleEvery), snap: &snapshot{ttl: cfg.refresh / 2},
+		mux: http.NewServeMux(), xorg: http.NewCrossOriginProtection()}
 	h.routes()
-	return h, nil
+	ctx, stop := context.WithCancel(context.Background())
+	d := &Handler{h: h, stop: stop, done: make(chan struct{})}
+	go h.sample(ctx, d.done)
+	return d, nil
 }
 
 // routes registers the pages (GET) and the actions (POST).

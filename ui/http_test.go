@@ -126,6 +126,10 @@ func TestPagesShowQueuesJobsDeadLettersLocks(t *testing.T) {
 			t.Errorf("queue page lists no job %s", id)
 		}
 	}
+	// The counts by state, each linking to its list: the fixture's two dead jobs.
+	if m := regexp.MustCompile(`(?s)<a href="/queues/emails\?state=dead#jobs" data-state="dead">dead <strong>(\d+)</strong></a>`).FindStringSubmatch(page); m == nil || m[1] != "2" {
+		t.Errorf("queue page: the count of dead jobs: %v", m)
+	}
 	_, page, _ = get(t, c, srv.URL+"/queues/emails?state=dead")
 	if n := strings.Count(page, "data-job="); n != 2 || !strings.Contains(page, `data-job="bounce-1"`) {
 		t.Errorf("queue page, state dead: %d jobs listed; want bounce-1 and bounce-2", n)
@@ -157,7 +161,7 @@ func TestPagesShowQueuesJobsDeadLettersLocks(t *testing.T) {
 	// A failed attempt's error in the job's history, escaped too; a running job's
 	// progress.
 	_, page, _ = get(t, c, srv.URL+"/queues/emails/jobs/bounce-1")
-	if !strings.Contains(page, `<table id="attempt-errors">`) || !strings.Contains(page, "&lt;script&gt;window.pwned=3") {
+	if !strings.Contains(page, `<table id="attempts" class="timeline">`) || !strings.Contains(page, "&lt;script&gt;window.pwned=3") {
 		t.Errorf("dead job page: no history of failed attempts:\n%s", page)
 	}
 	testenv.Eventually(t, 10*time.Second, "slow-1's page to show its progress", func() bool {
@@ -483,6 +487,7 @@ func TestServerDownAnswersInTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.Close)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	c := browser(t)
@@ -517,6 +522,7 @@ func TestOptionsRefused(t *testing.T) {
 		"fast refresh":   ui.Refresh(time.Millisecond),
 		"nil logger":     ui.Logger(nil),
 		"zero timeout":   ui.Timeout(0),
+		"fast sampling":  ui.SampleEvery(time.Millisecond),
 		"nil option":     nil,
 	} {
 		if _, err := ui.New(adm, opt); !errors.Is(err, ui.ErrInvalidOption) {

@@ -4,20 +4,22 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/workq/workq/admin"
 )
 
 // jobView is the job page.
 type jobView struct {
-	Queue   string
-	Record  *admin.Record
-	Message *admin.JobMessage
-	MsgNote string // why there is no message
-	Headers []header
-	Payload Preview
-	Result  Preview
-	Active  bool // not finished: it can be cancelled
+	Queue    string
+	Record   *admin.Record
+	Message  *admin.JobMessage
+	MsgNote  string // why there is no message
+	Headers  []header
+	Payload  Preview
+	Result   Preview
+	Active   bool // not finished: it can be cancelled
+	Timeline timeline
 }
 
 type header struct{ Name, Value string }
@@ -50,7 +52,7 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		h.failFor(w, r, err)
 		return
 	}
-	v := jobView{Queue: name, Record: rec, Result: preview(rec.Result)}
+	v := jobView{Queue: name, Record: rec, Result: preview(rec.Result), Timeline: timelineOf(rec, time.Now())}
 	switch rec.State {
 	case "done", "dead", "cancelled":
 	default:

@@ -15,7 +15,8 @@ import (
 // queueRow is a queue as the tables show it.
 type queueRow struct {
 	admin.QueueInfo
-	Rate Rate
+	Rate  Rate
+	Spark chart // the queues page's: its flow over its history
 }
 
 // queuesPage lists every queue with its numbers; its table refreshes itself.
@@ -29,9 +30,9 @@ func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request) {
 	rows := make([]queueRow, len(qs))
 	for i, q := range qs {
 		live[q.Name] = true
-		rows[i] = queueRow{QueueInfo: q, Rate: h.rates.observe(q, at)}
+		rows[i] = queueRow{QueueInfo: q, Rate: h.hist.observe(q, at), Spark: sparkline(q.Name, h.hist.samples(q.Name))}
 	}
-	h.rates.forget(live)
+	h.hist.forget(live)
 	h.render(w, r, http.StatusOK, "queues", "Queues", rows)
 }
 
@@ -43,6 +44,8 @@ type queueView struct {
 	Kind     string
 	Cursor   string
 	States   []producer.State
+	Charts   []chart      // flow, depth, oldest job's age over the queue's history
+	Counts   []stateCount // the jobs with a record, by state (admin.JobCounts)
 	JobsErr  string
 	NotFound string // a searched id that is not there
 }
@@ -50,23 +53,27 @@ type queueView struct {
 // jobsPerPage is the size of a page of the job list.
 const jobsPerPage = 50
 
-// queuePage shows a queue's numbers (refreshing) and its jobs, filtered by state and
-// kind, a page at a time.
+// queuePage shows a queue's numbers and charts (refreshing) and its jobs, filtered
+// by state and kind, a page at a time.
 func (h *handler) queuePage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("queue")
 	qi, ok := h.queue(w, r, name)
 	if !ok {
 		return
 	}
-	v := queueView{Queue: queueRow{QueueInfo: *qi, Rate: h.rates.observe(*qi, time.Now())}, States: producer.States}
+	v := queueView{Queue: queueRow{QueueInfo: *qi, Rate: h.hist.observe(*qi, time.Now())}, States: producer.States}
+	v.Charts = queueCharts(h.hist.samples(name))
 	q := r.URL.Query()
 	v.State, v.Kind, v.Cursor = q.Get("state"), q.Get("kind"), q.Get("cursor")
-	if !refreshing(r) { // the refresh shows the numbers only
+	if !refreshing(r) { // the refresh shows the numbers and charts only
 		page, err := h.adm.Jobs(r.Context(), name, admin.JobQuery{State: producer.State(v.State), Kind: v.Kind, Limit: jobsPerPage, Cursor: v.Cursor})
 		if err != nil {
 			v.JobsErr = err.Error()
 		}
 		v.Jobs = page
+		if counts, err := h.adm.JobCounts(r.Context(), name); err == nil {
+			v.Counts = stateCounts(counts)
+		}
 	}
 	v.NotFound = q.Get("missing")
 	h.render(w, r, http.StatusOK, "queue", "Queue "+name, v)

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"sync"
 	"time"
 
 	"github.com/workq/workq/admin"
@@ -10,19 +9,46 @@ import (
 // rateSpan is how far back the queues' rates look.
 const rateSpan = 5 * time.Minute
 
-// rates keeps, per queue, the samples of its counters that the pages read, to show
-// how fast jobs arrive, leave and die over the last minutes. Samples are taken as
-// pages are served (each refresh is one), so rates start with the first two.
-type rates struct {
-	mu      sync.Mutex
-	samples map[string][]sample
+// sample is one reading of a queue's counters and depths: an entry of its history
+// (history.go). The counters only grow while the queue lives, so the difference of
+// two samples is what happened between them: the stream's last sequence grows with
+// every job stored, and what it stored less what it still holds is what left.
+type sample struct {
+	at       int64  // when it was read, Unix nanoseconds
+	arrived  uint64 // the stream's last sequence: jobs stored so far (enqueued, fired, requeued)
+	held     uint64 // messages in the stream: jobs, delayed jobs and schedules
+	dead     uint64 // dead letters
+	pending  uint64 // waiting: not yet delivered to a worker
+	running  uint32 // delivered, not waiting out a retry
+	retrying uint32 // waiting out a retry's backoff
+	oldest   int64  // the age of the oldest job, nanoseconds; 0 without one
 }
 
-type sample struct {
-	at      time.Time
-	arrived uint64 // the stream's last sequence
-	held    uint64 // messages in the stream
-	dead    uint64 // dead letters
+// sampleOf reads q's sample at.
+func sampleOf(q admin.QueueInfo, at time.Time) sample {
+	s := sample{
+		at: at.UnixNano(), arrived: q.LastSequence, held: q.Jobs + q.Scheduled + q.Schedules, dead: q.Dead,
+		pending: q.Pending, running: uint32(max(q.Running, 0)), retrying: uint32(max(q.Retrying, 0)),
+	}
+	if !q.FirstJob.IsZero() {
+		s.oldest = max(at.Sub(q.FirstJob).Nanoseconds(), 0)
+	}
+	return s
+}
+
+// left is how many jobs have left the stream (done, dead, cancelled, purged).
+func (s sample) left() uint64 { return s.arrived - min(s.arrived, s.held) }
+
+// flow is how many jobs arrived, left and died from a to b. A counter that went
+// down (dead letters requeued or purged) counts nothing: no flow is negative.
+func flow(a, b sample) (in, out, dead float64) {
+	grew := func(from, to uint64) float64 {
+		if to <= from {
+			return 0
+		}
+		return float64(to - from)
+	}
+	return grew(a.arrived, b.arrived), grew(a.left(), b.left()), grew(a.dead, b.dead)
 }
 
 // Rate is a queue's flow per minute over Span.
@@ -35,53 +61,13 @@ type Rate struct {
 	Elapsed string
 }
 
-func newRates() *rates { return &rates{samples: map[string][]sample{}} }
-
-// observe records q's counters now and returns its rates.
-func (rs *rates) observe(q admin.QueueInfo, now time.Time) Rate {
-	s := sample{at: now, arrived: q.LastSequence, held: q.Jobs + q.Scheduled + q.Schedules, dead: q.Dead}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	ss := rs.samples[q.Name]
-	// A re-created queue starts its sequence again: forget the old one's samples.
-	if n := len(ss); n > 0 && ss[n-1].arrived > s.arrived {
-		ss = nil
-	}
-	if n := len(ss); n == 0 || now.Sub(ss[n-1].at) >= time.Second {
-		ss = append(ss, s) // several pages refreshing at once add one sample a second
-	}
-	i := 0
-	for i < len(ss)-1 && now.Sub(ss[i].at) > rateSpan {
-		i++
-	}
-	ss = ss[i:]
-	rs.samples[q.Name] = ss
-	first := ss[0]
-	span := now.Sub(first.at)
-	if len(ss) < 2 || span < time.Second {
+// rateBetween is the flow per minute from a to b; not Known under a second apart.
+func rateBetween(a, b sample) Rate {
+	span := time.Duration(b.at - a.at)
+	if span < time.Second {
 		return Rate{}
 	}
-	perMin := func(from, to uint64) float64 {
-		if to <= from {
-			return 0
-		}
-		return float64(to-from) / span.Minutes()
-	}
-	return Rate{
-		Span: span, Known: true, Elapsed: shortDuration(span),
-		In:   perMin(first.arrived, s.arrived),
-		Out:  perMin(first.arrived-min(first.arrived, first.held), s.arrived-min(s.arrived, s.held)),
-		Dead: perMin(first.dead, s.dead),
-	}
-}
-
-// forget drops the samples of the queues not in live.
-func (rs *rates) forget(live map[string]bool) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	for q := range rs.samples {
-		if !live[q] {
-			delete(rs.samples, q)
-		}
-	}
+	in, out, dead := flow(a, b)
+	m := span.Minutes()
+	return Rate{Span: span, Known: true, Elapsed: shortDuration(span), In: in / m, Out: out / m, Dead: dead / m}
 }

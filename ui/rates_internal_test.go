@@ -12,7 +12,7 @@ import (
 // second sample, and start over when a queue is re-created.
 func TestRates(t *testing.T) {
 	t.Parallel()
-	rs := newRates()
+	rs := newHistory(2 * time.Second) // keeps a reading a second after the last kept
 	t0 := time.Unix(1_000_000, 0)
 	q := admin.QueueInfo{Name: "q", LastSequence: 100, Jobs: 40, Dead: 5}
 	if r := rs.observe(q, t0); r.Known {
@@ -26,7 +26,7 @@ func TestRates(t *testing.T) {
 	}
 	// A sample within a second of the last is not kept.
 	rs.observe(q, t0.Add(time.Minute+100*time.Millisecond))
-	if n := len(rs.samples["q"]); n != 2 {
+	if n := len(rs.samples("q")); n != 2 {
 		t.Fatalf("%d samples; want 2", n)
 	}
 	// Six minutes on, the first sample has aged out: over the last 5 minutes.
@@ -46,7 +46,7 @@ func TestRates(t *testing.T) {
 		t.Fatalf("rates across a re-created queue: %+v", r)
 	}
 	rs.forget(map[string]bool{})
-	if len(rs.samples) != 0 {
+	if len(rs.queues) != 0 {
 		t.Fatal("forget kept a removed queue's samples")
 	}
 }

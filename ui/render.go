@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,10 +19,14 @@ import (
 //go:embed templates
 var templateFS embed.FS
 
-// pages are the parsed templates, one set per page: the layout and the page.
+// pages are the parsed templates, one set per page: the layout, the shared parts
+// and the page.
 type pages struct {
 	sets map[string]*template.Template
 }
+
+// shared are the templates every page's set holds: the layout and the charts.
+var shared = []string{"templates/layout.html", "templates/chart.html"}
 
 func loadPages() (*pages, error) {
 	names, err := fs.Glob(templateFS, "templates/*.html")
@@ -31,10 +36,10 @@ func loadPages() (*pages, error) {
 	ps := &pages{sets: map[string]*template.Template{}}
 	for _, path := range names {
 		name := strings.TrimSuffix(strings.TrimPrefix(path, "templates/"), ".html")
-		if name == "layout" {
+		if slices.Contains(shared, path) {
 			continue
 		}
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", path)
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, append(slices.Clone(shared), path)...)
 		if err != nil {
 			return nil, fmt.Errorf("ui: template %s: %w", name, err)
 		}

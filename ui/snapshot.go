@@ -21,9 +21,15 @@ type snapshot struct {
 
 // queues returns every queue's state, read at most ttl ago, and when it was read.
 func (s *snapshot) queues(ctx context.Context, adm *admin.Admin) ([]admin.QueueInfo, time.Time, error) {
+	return s.within(ctx, adm, s.ttl)
+}
+
+// within returns every queue's state, read less than maxAge ago (the sampler's
+// own bound, when its interval is shorter than a page's ttl), and when it was read.
+func (s *snapshot) within(ctx context.Context, adm *admin.Admin, maxAge time.Duration) ([]admin.QueueInfo, time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.at.IsZero() && time.Since(s.at) < s.ttl {
+	if !s.at.IsZero() && time.Since(s.at) < maxAge {
 		return s.qs, s.at, nil
 	}
 	at := time.Now()

@@ -40,6 +40,7 @@ func serveJS(t *testing.T, js jetstream.JetStream, opts ...ui.Option) (*admin.Ad
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.Close)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return adm, srv
@@ -227,6 +228,7 @@ func TestWorkflowCancelFromThePage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.Close)
 	ro := httptest.NewServer(h)
 	t.Cleanup(ro.Close)
 	if _, page, _ := get(t, c, ro.URL+"/queues/orders/workflows/order-3"); strings.Contains(page, `method="post"`) || strings.Contains(page, "Cancel workflow") {

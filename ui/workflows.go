@@ -8,7 +8,7 @@ import (
 	"github.com/workq/workq/producer"
 )
 
-// stateCount is how many tasks of a workflow are in one state.
+// stateCount is how many jobs (of a queue, or tasks of a workflow) are in one state.
 type stateCount struct {
 	State producer.State
 	N     int

@@ -32,10 +32,12 @@ func (a *app) uiCommand() *cobra.Command {
 		Use:   "ui",
 		Short: "Serve the web dashboard: queues, jobs, dead letters, schedules, locks",
 		Long: `Serve the web dashboard on --addr (default loopback): every queue's numbers,
-updated in place; its jobs by state and kind, each with its record, headers and
-payload; dead letters to requeue or purge; periodic schedules; held locks and
-rate limiters. Actions (pause and resume a queue, cancel a job, requeue and purge
-dead letters, pause, resume and remove schedules) are hidden with --read-only.
+updated in place, and charts of its last hour (flow, depths, oldest job; sampled
+by the dashboard every 5s while it runs); its jobs by state and kind, each with
+its record, attempts, headers and payload; dead letters to requeue or purge;
+periodic schedules; held locks and rate limiters. Actions (pause and resume a
+queue, cancel a job, requeue and purge dead letters, pause, resume and remove
+schedules) are hidden with --read-only.
 
 Put it behind a secret with --ui-token (a browser enters it once on the login
 page; scripts send "Authorization: Bearer <token>") or --basic-auth user:password.
@@ -108,6 +110,7 @@ func (f *uiFlags) run(ctx context.Context, a *app) error {
 	if err != nil {
 		return usageError{err}
 	}
+	defer h.Close()
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return fmt.Errorf("ui: listen on %s: %w", f.addr, err)
