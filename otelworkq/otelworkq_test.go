@@ -34,7 +34,7 @@ type traced struct {
 	fail sync.Map // job id → attempts that fail; "dead": fails for good
 }
 
-func newTraced(t *testing.T, q string) *traced {
+func newTraced(t *testing.T, q string, opts ...consumer.Option) *traced {
 	t.Helper()
 	js := testenv.Start(t).JetStream(t)
 	tr := &traced{rec: tracetest.NewSpanRecorder(), reg: prometheus.NewRegistry(), js: js, ctx: testenv.Context(t, 60*time.Second)}
@@ -49,6 +49,9 @@ func newTraced(t *testing.T, q string) *traced {
 		_, s := tr.tp.Tracer("handler").Start(ctx, "handle "+j.ID())
 		defer s.End()
 		switch f, _ := tr.fail.Load(j.ID()); {
+		case f == "block":
+			<-ctx.Done() // until the job is cancelled
+			return ctx.Err()
 		case f == "dead":
 			return consumer.Permanent(errors.New("no such mailbox"))
 		case f != nil && j.Attempt() <= f.(int):
@@ -56,8 +59,8 @@ func newTraced(t *testing.T, q string) *traced {
 		}
 		return nil
 	})
-	w, err := consumer.New(tr.ctx, js, q, handler, consumer.Tracing(tracer), consumer.Metrics(tr.reg),
-		consumer.Backoff(consumer.Constant(50*time.Millisecond)), consumer.Logger(slog.New(slog.DiscardHandler)))
+	w, err := consumer.New(tr.ctx, js, q, handler, append([]consumer.Option{consumer.Tracing(tracer), consumer.Metrics(tr.reg),
+		consumer.Backoff(consumer.Constant(50 * time.Millisecond)), consumer.Logger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,5 +348,27 @@ func TestTraceBatchWorkflowSequenceRequeue(t *testing.T) {
 				t.Errorf("%s: parent %s in trace %s; want the request's span %s", id, s.Parent().SpanID(), s.SpanContext().TraceID(), req.SpanContext().SpanID())
 			}
 		}
+	}
+}
+
+// A job cancelled while it runs ends its delivery's span cancelled, with the cause as
+// its error.
+func TestTraceCancelled(t *testing.T) {
+	t.Parallel()
+	tr := newTraced(t, "stopped", consumer.AckWait(time.Second))
+	tr.fail.Store("long", "block")
+	if _, err := tr.p.Enqueue(tr.ctx, nil, producer.ID("long")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "long to run", func() bool {
+		r, err := tr.p.Status(tr.ctx, "long")
+		return err == nil && r.State == producer.StateRunning
+	})
+	if _, err := tr.p.Cancel(tr.ctx, "long"); err != nil {
+		t.Fatal(err)
+	}
+	s := tr.deliveries(t, "long", 1)[0]
+	if attr(s, "workq.outcome") != "cancelled" || s.Status().Code != codes.Error {
+		t.Errorf("cancelled run: %v, status %v", s.Attributes(), s.Status())
 	}
 }
