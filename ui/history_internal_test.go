@@ -106,7 +106,7 @@ func TestFlowSeries(t *testing.T) {
 	for i, at := range []time.Time{t0, t0.Add(2 * time.Second), t0.Add(6 * time.Second)} {
 		ss = append(ss, sampleOf(infos[i], at))
 	}
-	want := map[string][]float64{"in": {10, 2}, "out": {15, 9.5}, "dead": {1, 0}}
+	want := map[string][]float64{"in": {10, 2}, "out": {14, 9.5}, "dead": {1, 0}} // out: done, what left less what died
 	for _, s := range flowSeries(ss) {
 		if len(s.Points) != 2 {
 			t.Fatalf("%s: %d points; want 2", s.Name, len(s.Points))

@@ -7,7 +7,7 @@ import (
 )
 
 // A queue's charts, from its history (history.go): its flow per second — jobs
-// enqueued (stored), left the stream (done, dead, cancelled) and dead, each the
+// enqueued (stored), done (left the stream, less dead: done or cancelled) and dead, each the
 // difference of two samples' counters over the time between them (flow, in
 // rates.go) —, its depths (waiting, running, retrying) and its oldest job's age.
 // The queue page draws the three, the queues page a sparkline of the flow per queue.
@@ -46,19 +46,21 @@ func queueCharts(ss []sample) []chart {
 	}
 }
 
-// sparkline is the queues page's chart of queue name: jobs enqueued and left per
+// sparkline is the queues page's chart of queue name: jobs enqueued and done per
 // second.
 func sparkline(name string, ss []sample) chart {
 	fs := flowSeries(thin(ss, sparkPoints))
-	return drawChart(chartSpec{ID: "spark", Title: "Jobs enqueued and left per second on queue " + name, Format: perSecond,
+	return drawChart(chartSpec{ID: "spark", Title: "Jobs enqueued and done per second on queue " + name, Format: perSecond,
 		W: sparkW, H: sparkH, Spark: true, Floor: 1}, fs[0], fs[1])
 }
 
 // flowSeries are the rates per second between consecutive samples, each at the
-// later one: enqueued ("in"), left ("out") and dead.
+// later one: enqueued ("in"), done ("out": what left the stream less what died, so
+// done or cancelled) and dead. Failed attempts that will run again are not among
+// the counters a queue's state has: the depth chart shows the jobs retrying.
 func flowSeries(ss []sample) []series {
 	in := series{Name: "in", Label: "enqueued"}
-	out := series{Name: "out", Label: "left (done, dead, cancelled)"}
+	out := series{Name: "out", Label: "done (or cancelled)"}
 	dead := series{Name: "dead", Label: "dead"}
 	for i := 1; i < len(ss); i++ {
 		a, b := ss[i-1], ss[i]
@@ -68,7 +70,7 @@ func flowSeries(ss []sample) []series {
 		}
 		n, o, d := flow(a, b)
 		in.Points = append(in.Points, point{b.at, n / secs})
-		out.Points = append(out.Points, point{b.at, o / secs})
+		out.Points = append(out.Points, point{b.at, max(0, o-d) / secs})
 		dead.Points = append(dead.Points, point{b.at, d / secs})
 	}
 	return []series{in, out, dead}
