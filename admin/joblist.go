@@ -35,3 +35,13 @@ func (a *Admin) JobCounts(ctx context.Context, name string) (map[producer.State]
 	}
 	return p.JobCounts(ctx)
 }
+
+// JobTally counts the jobs of queue name that have a record by state, and the failed
+// attempts seen. It is producer.JobTally, without creating the queue.
+func (a *Admin) JobTally(ctx context.Context, name string) (producer.JobTally, error) {
+	p, err := a.producer(ctx, name)
+	if err != nil {
+		return producer.JobTally{}, err
+	}
+	return p.JobTally(ctx)
+}

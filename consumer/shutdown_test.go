@@ -287,6 +287,9 @@ func TestShutdownDrainTimeoutHandsJobBack(t *testing.T) {
 	if r.Attempt != 1 || r.Worker.Name != "w2" {
 		t.Fatalf("final record %+v", r)
 	}
+	// The worker counts a commit after its record's write, which the test saw: wait
+	// for the count (it once read the stats between the two).
+	testenv.Eventually(t, 5*time.Second, "w2 to count its commit", func() bool { return w2.Stats().Committed == 1 })
 	if s := w2.Stats(); s.Committed != 1 || s.Started != 1 {
 		t.Fatalf("w2 stats %+v", s)
 	}

@@ -42,6 +42,9 @@ type jobIndex struct {
 	keyOf   map[string]uint32
 	states  []State // by number, from 1 (0: a hole)
 	stateOf map[State]uint8
+	// failures counts the failed attempts the index has read in the records'
+	// histories of failed attempts (Record.Errors), each once, since it began.
+	failures uint64
 }
 
 // indexEntry is one record in 48 bytes: its kind, state and sequence key are numbers.
@@ -51,6 +54,7 @@ type indexEntry struct {
 	msgSeq  uint64 // the sequence of the job message the record is about (Record.Sequence)
 	kind    uint32 // in jobIndex.kinds
 	seqKey  uint32 // in jobIndex.keys: the job's sequence key; 0 for none
+	failed  uint16 // the latest failed attempt its records' histories showed
 	state   uint8  // in jobIndex.states; 0: gone
 }
 
@@ -61,6 +65,9 @@ type indexedRecord struct {
 	State    State  `json:"state"`
 	Sequence uint64 `json:"sequence"`
 	SeqKey   string `json:"sequence_key"`
+	Errors   []struct {
+		Attempt int `json:"attempt"`
+	} `json:"errors"`
 }
 
 func newJobIndex() *jobIndex {
@@ -71,7 +78,7 @@ func newJobIndex() *jobIndex {
 
 // reset empties the index, for the bucket stream created at created.
 func (x *jobIndex) reset(created time.Time) {
-	x.created, x.next, x.entries, x.holes = created, 1, nil, 0
+	x.created, x.next, x.entries, x.holes, x.failures = created, 1, nil, 0, 0
 	x.slot, x.counts = map[string]int32{}, map[State]int{}
 	x.kinds, x.kindOf, x.states, x.stateOf = nil, map[string]uint32{}, []State{""}, map[State]uint8{}
 	x.keys, x.keyOf = []string{""}, map[string]uint32{"": 0}
@@ -109,8 +116,18 @@ func (x *jobIndex) catchUp(ctx context.Context, s jetstream.Stream, bucket strin
 	return nil
 }
 
-// put records r, written at updated, as its job's newest record.
+// put records r, written at updated, as its job's newest record, counting the
+// failed attempts its history shows that the job's earlier records did not.
 func (x *jobIndex) put(r indexedRecord, updated int64) {
+	var seen uint16
+	if i, ok := x.slot[r.ID]; ok {
+		seen = x.entries[i].failed
+	}
+	failed := seen
+	for _, e := range r.Errors {
+		failed = max(failed, uint16(min(max(e.Attempt, 0), 1<<16-1)))
+	}
+	x.failures += uint64(failed - seen)
 	x.remove(r.ID)
 	kind, ok := x.kindOf[r.Kind]
 	if !ok {
@@ -134,7 +151,7 @@ func (x *jobIndex) put(r indexedRecord, updated int64) {
 		x.keyOf[r.SeqKey] = key
 	}
 	x.slot[r.ID] = int32(len(x.entries))
-	x.entries = append(x.entries, indexEntry{id: r.ID, kind: kind, state: state, seqKey: key, updated: updated, msgSeq: r.Sequence})
+	x.entries = append(x.entries, indexEntry{id: r.ID, kind: kind, state: state, seqKey: key, failed: failed, updated: updated, msgSeq: r.Sequence})
 	x.counts[r.State]++
 }
 
@@ -272,6 +289,36 @@ func (p *Producer) indexedJobs(ctx context.Context, x *jobIndex, n int, keep fun
 	}
 }
 
+// JobTally is what JobTally counts.
+type JobTally struct {
+	// Counts are the queue's jobs that have a record, by state (as JobCounts).
+	Counts map[State]int
+	// FailedAttempts counts the failed attempts (that a record's history of failed
+	// attempts shows) of the records read since the producer's first Jobs,
+	// JobCounts or JobTally: its growth between two calls is how many attempts
+	// failed meanwhile, each counted once whichever record shows it.
+	FailedAttempts uint64
+}
+
+// JobTally counts the queue's jobs by state and the failed attempts seen, from the
+// index Jobs keeps: it reads only the records written since the producer's last
+// call of Jobs, JobCounts or JobTally.
+func (p *Producer) JobTally(ctx context.Context) (JobTally, error) {
+	if ctx == nil {
+		return JobTally{}, errors.New("producer: job tally: nil context")
+	}
+	x, unlock, err := p.jobIndex(ctx)
+	if err != nil {
+		return JobTally{}, fmt.Errorf("producer: job tally of queue %s: %w", p.names.Queue, err)
+	}
+	defer unlock()
+	t := JobTally{Counts: make(map[State]int, len(x.counts)), FailedAttempts: x.failures}
+	for s, n := range x.counts {
+		t.Counts[s] = n
+	}
+	return t, nil
+}
+
 // JobCounts counts the queue's jobs that have a record, by state (queued ones once a
 // worker took them or while they wait in a workflow or sequence; running, retrying,
 // waiting, done, dead, cancelled), from the index Jobs keeps: it reads only the
@@ -281,14 +328,9 @@ func (p *Producer) JobCounts(ctx context.Context) (map[State]int, error) {
 	if ctx == nil {
 		return nil, errors.New("producer: job counts: nil context")
 	}
-	x, unlock, err := p.jobIndex(ctx)
+	t, err := p.JobTally(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("producer: job counts of queue %s: %w", p.names.Queue, err)
+		return nil, err
 	}
-	defer unlock()
-	out := make(map[State]int, len(x.counts))
-	for s, n := range x.counts {
-		out[s] = n
-	}
-	return out, nil
+	return t.Counts, nil
 }

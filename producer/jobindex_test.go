@@ -125,3 +125,48 @@ func TestJobsIndexFollowsWrites(t *testing.T) {
 		t.Fatalf("after the queue was made again: %s", got)
 	}
 }
+
+// JobTally counts each failed attempt once, from the records' histories of failed
+// attempts, whichever revision of a record shows it first.
+func TestJobTallyCountsFailedAttemptsOnce(t *testing.T) {
+	t.Parallel()
+	js := testenv.Start(t).JetStream(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	const q = "tallied"
+	p, err := producer.New(ctx, js, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, "WORKQ_"+q+"_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(id, state, errs string) {
+		t.Helper()
+		rec := fmt.Sprintf(`{"id":%q,"queue":%q,"state":%q,"attempt":1,"errors":[%s]}`, id, q, state, errs)
+		if _, err := kv.Put(ctx, id, []byte(rec)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed := func() uint64 {
+		t.Helper()
+		tally, err := p.JobTally(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tally.FailedAttempts
+	}
+	put("a", "retrying", `{"attempt":1,"at":"2026-11-27T00:00:00Z","error":"x"}`)
+	if n := failed(); n != 1 {
+		t.Fatalf("after a's first failure: %d", n)
+	}
+	put("a", "running", `{"attempt":1,"at":"2026-11-27T00:00:00Z","error":"x"}`) // its next claim: no new failure
+	put("a", "retrying", `{"attempt":1,"at":"2026-11-27T00:00:00Z","error":"x"},{"attempt":2,"at":"2026-11-27T00:00:01Z","error":"y"}`)
+	put("b", "done", `{"attempt":1,"at":"2026-11-27T00:00:00Z","error":"x"},{"attempt":2,"at":"2026-11-27T00:00:01Z","error":"y"}`)
+	if n := failed(); n != 4 {
+		t.Fatalf("after a's second failure and b's two: %d; want 4", n)
+	}
+	if n := failed(); n != 4 {
+		t.Fatalf("read again with nothing new: %d; want 4", n)
+	}
+}

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -207,4 +208,54 @@ func TestChartsShowTheFlow(t *testing.T) {
 	if got := chartsOf(t, frag); len(got["rates"]["in"]) < 5 || len(got["depth"]["running"]) < 5 || strings.Contains(frag, "<h2 id=\"jobs\">") {
 		t.Errorf("the summary's refresh carries charts %v; want the charts only with the summary", got)
 	}
+}
+
+// The rates chart counts failed attempts from the records the sampler reads: six
+// jobs that each fail twice before they commit make twelve.
+func TestChartsCountFailedAttempts(t *testing.T) {
+	t.Parallel()
+	js := testenv.Start(t).JetStream(t)
+	ctx := testenv.Context(t, 60*time.Second)
+	const every = 200 * time.Millisecond
+	_, srv := serveJS(t, js, ui.SampleEvery(every))
+	c := browser(t)
+	p, err := producer.New(ctx, js, "flaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := consumer.New(ctx, js, "flaky", consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+		if j.Attempt() <= 2 {
+			return errors.New("not yet")
+		}
+		return nil
+	}), consumer.Backoff(consumer.Constant(300*time.Millisecond)), consumer.Logger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	testenv.Eventually(t, 10*time.Second, "the queue's first tallied samples", func() bool {
+		_, page, _ := get(t, c, srv.URL+"/queues/flaky")
+		return len(chartsOf(t, page)["rates"]["failed"]) >= 2
+	})
+	for i := range 6 {
+		if _, err := p.Enqueue(ctx, nil, producer.ID(fmt.Sprintf("f-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 6 {
+		if r, err := p.Wait(ctx, fmt.Sprintf("f-%d", i)); err != nil || r.State != producer.StateDone {
+			t.Fatalf("f-%d: %+v, %v", i, r, err)
+		}
+	}
+	var failed []chartPoint
+	defer func() { t.Logf("failed points: %v (sum %.2f)", failed, integral(failed, failed[0].At)) }()
+	testenv.Eventually(t, 10*time.Second, "twelve failed attempts on the chart", func() bool {
+		_, page, _ := get(t, c, srv.URL+"/queues/flaky")
+		failed = chartsOf(t, page)["rates"]["failed"]
+		// The points are rounded to a thousandth and their times to the millisecond.
+		return math.Abs(integral(failed, failed[0].At)-12) < 0.1
+	})
 }

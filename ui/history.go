@@ -5,17 +5,18 @@ import (
 	"time"
 
 	"github.com/workq/workq/admin"
+	"github.com/workq/workq/producer"
 )
 
 // The history's bounds. It spans historyIntervals sampling intervals (an hour at
 // the default 5 s, SampleEvery); a reading is kept at most every half interval (the
 // sampler's, and the pages' own in between), so historyLen samples always hold the
-// whole span. A sample is 56 bytes: a queue's samples take at most historyBytes,
-// 80 696 bytes (79 KiB), whatever the interval — 8.1 MB for 100 queues.
+// whole span. A sample is 64 bytes: a queue's samples take at most historyBytes,
+// 92 224 bytes (90 KiB), whatever the interval — 9.2 MB for 100 queues.
 const (
 	historyIntervals = 720
 	historyLen       = 2*historyIntervals + 1
-	historyBytes     = historyLen * 56
+	historyBytes     = historyLen * 64
 )
 
 // history keeps, per queue, a ring of its last samples: what the charts draw and
@@ -48,6 +49,9 @@ func (r *ring) at(i int) sample { return r.buf[(r.start+i)%len(r.buf)] }
 func (r *ring) last() sample    { return r.at(len(r.buf) - 1) }
 func (r *ring) empty() bool     { return len(r.buf) == 0 }
 
+// setLast replaces the newest sample with s.
+func (r *ring) setLast(s sample) { r.buf[(r.start+len(r.buf)-1)%len(r.buf)] = s }
+
 // fresh reports whether s may follow the ring's samples: a stream's last sequence
 // that went back is a queue deleted and created again.
 func (r *ring) fresh(s sample) bool { return r.empty() || r.last().arrived <= s.arrived }
@@ -69,9 +73,13 @@ func (r *ring) push(s sample) {
 }
 
 // observe adds q's reading at (if half an interval after the last sample kept) and
-// returns q's rates over the last rateSpan up to this reading.
-func (h *history) observe(q admin.QueueInfo, at time.Time) Rate {
+// returns q's rates over the last rateSpan up to this reading. tally, when not nil,
+// is the queue's job tally read with it (the sampler's readings).
+func (h *history) observe(q admin.QueueInfo, at time.Time, tally *producer.JobTally) Rate {
 	s := sampleOf(q, at)
+	if tally != nil {
+		s.failed = tally.FailedAttempts + 1
+	}
 	var created int64
 	if !q.Created.IsZero() {
 		created = q.Created.UnixNano()
@@ -84,8 +92,14 @@ func (h *history) observe(q admin.QueueInfo, at time.Time) Rate {
 		r = &ring{created: created}
 		h.queues[q.Name] = r
 	}
-	if r.empty() || s.at-r.last().at >= int64(h.every/2) {
+	switch {
+	case r.empty() || s.at-r.last().at >= int64(h.every/2):
 		r.push(s)
+	case s.failed != 0 && r.last().failed == 0:
+		// The sampler's reading, with its tally of failed attempts, in place of a
+		// page's made just before it: else pages refreshing often would keep most of
+		// the tallies out, and the failed attempts' points with them.
+		r.setLast(s)
 	}
 	// The oldest sample before s within rateSpan; the newest before s if none is.
 	first, found := sample{}, false

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/workq/workq/admin"
+	"github.com/workq/workq/producer"
 )
 
 // A queue's history is a ring of at most historyLen samples, the newest kept and
@@ -15,8 +16,8 @@ import (
 // intervals.
 func TestHistoryBounds(t *testing.T) {
 	t.Parallel()
-	if size := unsafe.Sizeof(sample{}); size != 56 || historyLen*size > historyBytes || historyBytes > 80_696 {
-		t.Fatalf("a sample is %d bytes, %d for a queue's history; the doc says 56 and %d (79 KiB)", size, historyLen*size, historyBytes)
+	if size := unsafe.Sizeof(sample{}); size != 64 || historyLen*size > historyBytes || historyBytes > 92_224 {
+		t.Fatalf("a sample is %d bytes, %d for a queue's history; the doc says 64 and %d (90 KiB)", size, historyLen*size, historyBytes)
 	}
 	every := time.Second
 	h := newHistory(every)
@@ -25,7 +26,7 @@ func TestHistoryBounds(t *testing.T) {
 	const n = 3 * historyLen
 	for i := range n {
 		q.LastSequence = uint64(i)
-		h.observe(q, t0.Add(time.Duration(i)*every))
+		h.observe(q, t0.Add(time.Duration(i)*every), nil)
 		if r := h.queues["q"]; r.len() > historyLen || cap(r.buf) > historyLen {
 			t.Fatalf("after %d samples the ring holds %d in a buffer of %d; want at most %d", i+1, r.len(), cap(r.buf), historyLen)
 		}
@@ -49,12 +50,12 @@ func TestHistoryBounds(t *testing.T) {
 	last := t0.Add((n - 1) * every)
 	for _, d := range []time.Duration{100 * time.Millisecond, 499 * time.Millisecond, -time.Second} {
 		q.LastSequence = n
-		h.observe(q, last.Add(d))
+		h.observe(q, last.Add(d), nil)
 		if got := h.queues["q"].last().at; got != last.UnixNano() {
 			t.Fatalf("a reading %s after the last was kept", d)
 		}
 	}
-	h.observe(q, last.Add(every/2))
+	h.observe(q, last.Add(every/2), nil)
 	if got := h.queues["q"].last().at; got != last.Add(every/2).UnixNano() {
 		t.Fatal("a reading half an interval after the last was not kept")
 	}
@@ -69,20 +70,20 @@ func TestHistoryForgets(t *testing.T) {
 	created := t0.Add(-time.Hour)
 	for i := range 5 {
 		at := t0.Add(time.Duration(i) * time.Second)
-		h.observe(admin.QueueInfo{Name: "a", Created: created, LastSequence: uint64(10 * i)}, at)
-		h.observe(admin.QueueInfo{Name: "b", Created: created, LastSequence: uint64(10 * i)}, at)
+		h.observe(admin.QueueInfo{Name: "a", Created: created, LastSequence: uint64(10 * i)}, at, nil)
+		h.observe(admin.QueueInfo{Name: "b", Created: created, LastSequence: uint64(10 * i)}, at, nil)
 	}
 	h.forget(map[string]bool{"a": true})
 	if h.samples("b") != nil || len(h.queues) != 1 || len(h.samples("a")) != 5 {
 		t.Fatalf("after forgetting b: a has %d samples, b %d; want 5 and none", len(h.samples("a")), len(h.samples("b")))
 	}
 	// Re-created at a later time, with a higher sequence than before all the same.
-	h.observe(admin.QueueInfo{Name: "a", Created: t0, LastSequence: 100}, t0.Add(10*time.Second))
+	h.observe(admin.QueueInfo{Name: "a", Created: t0, LastSequence: 100}, t0.Add(10*time.Second), nil)
 	if n := len(h.samples("a")); n != 1 {
 		t.Fatalf("a re-created queue kept %d samples; want its 1", n)
 	}
 	// Its sequence starting again.
-	h.observe(admin.QueueInfo{Name: "a", Created: t0, LastSequence: 2}, t0.Add(20*time.Second))
+	h.observe(admin.QueueInfo{Name: "a", Created: t0, LastSequence: 2}, t0.Add(20*time.Second), nil)
 	if ss := h.samples("a"); len(ss) != 1 || ss[0].arrived != 2 {
 		t.Fatalf("after the sequence went back: %+v; want the new sample only", ss)
 	}
@@ -106,7 +107,10 @@ func TestFlowSeries(t *testing.T) {
 	for i, at := range []time.Time{t0, t0.Add(2 * time.Second), t0.Add(6 * time.Second)} {
 		ss = append(ss, sampleOf(infos[i], at))
 	}
-	want := map[string][]float64{"in": {10, 2}, "out": {14, 9.5}, "dead": {1, 0}} // out: done, what left less what died
+	// The sampler's readings count the failed attempts seen (1 + the count): 4 more
+	// in the first 2 s, none in the next 4 s.
+	ss[0].failed, ss[1].failed, ss[2].failed = 1+3, 1+7, 1+7
+	want := map[string][]float64{"in": {10, 2}, "out": {14, 9.5}, "dead": {1, 0}, "failed": {2, 0}} // out: done, what left less what died
 	for _, s := range flowSeries(ss) {
 		if len(s.Points) != 2 {
 			t.Fatalf("%s: %d points; want 2", s.Name, len(s.Points))
@@ -170,5 +174,23 @@ func TestThin(t *testing.T) {
 	}
 	if got := thin(ss[:5], 100); len(got) != 5 {
 		t.Errorf("thin of fewer samples than n changed them: %d", len(got))
+	}
+}
+
+// A sampler's reading with its tally of failed attempts takes the place of a page's
+// reading made just before it, which has none; a page's reading never takes a
+// tally's place.
+func TestHistoryKeepsTallies(t *testing.T) {
+	t.Parallel()
+	const every = time.Second
+	h := newHistory(every)
+	t0 := time.Unix(2_000_000, 0)
+	q := admin.QueueInfo{Name: "q", Created: t0, LastSequence: 1}
+	h.observe(q, t0, nil)                                                             // a page
+	h.observe(q, t0.Add(100*time.Millisecond), &producer.JobTally{FailedAttempts: 3}) // the sampler, just after
+	h.observe(q, t0.Add(200*time.Millisecond), nil)                                   // a page again
+	ss := h.samples("q")
+	if len(ss) != 1 || ss[0].failed != 4 || ss[0].at != t0.Add(100*time.Millisecond).UnixNano() {
+		t.Fatalf("samples %+v; want the sampler's alone, with its tally", ss)
 	}
 }

@@ -56,12 +56,22 @@ func sparkline(name string, ss []sample) chart {
 
 // flowSeries are the rates per second between consecutive samples, each at the
 // later one: enqueued ("in"), done ("out": what left the stream less what died, so
-// done or cancelled) and dead. Failed attempts that will run again are not among
-// the counters a queue's state has: the depth chart shows the jobs retrying.
+// done or cancelled) and dead; and failed attempts, between the samples that
+// counted them (the sampler's, from admin.JobTally).
 func flowSeries(ss []sample) []series {
 	in := series{Name: "in", Label: "enqueued"}
 	out := series{Name: "out", Label: "done (or cancelled)"}
 	dead := series{Name: "dead", Label: "dead"}
+	failed := series{Name: "failed", Label: "failed attempts"}
+	var tallied *sample // the last sample with the failed attempts counted
+	for i := range ss {
+		if b := ss[i]; b.failed != 0 {
+			if a := tallied; a != nil && b.at > a.at && b.failed >= a.failed {
+				failed.Points = append(failed.Points, point{b.at, float64(b.failed-a.failed) / time.Duration(b.at-a.at).Seconds()})
+			}
+			tallied = &ss[i]
+		}
+	}
 	for i := 1; i < len(ss); i++ {
 		a, b := ss[i-1], ss[i]
 		secs := time.Duration(b.at - a.at).Seconds()
@@ -73,7 +83,7 @@ func flowSeries(ss []sample) []series {
 		out.Points = append(out.Points, point{b.at, max(0, o-d) / secs})
 		dead.Points = append(dead.Points, point{b.at, d / secs})
 	}
-	return []series{in, out, dead}
+	return []series{in, out, dead, failed}
 }
 
 // thin keeps about n of ss, evenly in time: the first, the first sample in each

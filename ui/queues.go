@@ -30,7 +30,7 @@ func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request) {
 	rows := make([]queueRow, len(qs))
 	for i, q := range qs {
 		live[q.Name] = true
-		rows[i] = queueRow{QueueInfo: q, Rate: h.hist.observe(q, at), Spark: sparkline(q.Name, h.hist.samples(q.Name))}
+		rows[i] = queueRow{QueueInfo: q, Rate: h.hist.observe(q, at, nil), Spark: sparkline(q.Name, h.hist.samples(q.Name))}
 	}
 	h.hist.forget(live)
 	h.render(w, r, http.StatusOK, "queues", "Queues", rows)
@@ -61,7 +61,7 @@ func (h *handler) queuePage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := queueView{Queue: queueRow{QueueInfo: *qi, Rate: h.hist.observe(*qi, time.Now())}, States: producer.States}
+	v := queueView{Queue: queueRow{QueueInfo: *qi, Rate: h.hist.observe(*qi, time.Now(), nil)}, States: producer.States}
 	v.Charts = queueCharts(h.hist.samples(name))
 	q := r.URL.Query()
 	v.State, v.Kind, v.Cursor = q.Get("state"), q.Get("kind"), q.Get("cursor")

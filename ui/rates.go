@@ -22,6 +22,9 @@ type sample struct {
 	running  uint32 // delivered, not waiting out a retry
 	retrying uint32 // waiting out a retry's backoff
 	oldest   int64  // the age of the oldest job, nanoseconds; 0 without one
+	// failed is 1 + the failed attempts the queue's records showed so far
+	// (admin.JobTally), for the sampler's readings; 0 for a page's, which reads none.
+	failed uint64
 }
 
 // sampleOf reads q's sample at.

@@ -15,34 +15,34 @@ func TestRates(t *testing.T) {
 	rs := newHistory(2 * time.Second) // keeps a reading a second after the last kept
 	t0 := time.Unix(1_000_000, 0)
 	q := admin.QueueInfo{Name: "q", LastSequence: 100, Jobs: 40, Dead: 5}
-	if r := rs.observe(q, t0); r.Known {
+	if r := rs.observe(q, t0, nil); r.Known {
 		t.Fatalf("one sample gave rates: %+v", r)
 	}
 	// A minute later: 60 more stored, 20 fewer held (so 80 left), 3 more dead.
 	q.LastSequence, q.Jobs, q.Dead = 160, 20, 8
-	r := rs.observe(q, t0.Add(time.Minute))
+	r := rs.observe(q, t0.Add(time.Minute), nil)
 	if !r.Known || r.In != 60 || r.Out != 80 || r.Dead != 3 {
 		t.Fatalf("rates = %+v; want in 60, out 80, dead 3 per minute", r)
 	}
 	// A sample within a second of the last is not kept.
-	rs.observe(q, t0.Add(time.Minute+100*time.Millisecond))
+	rs.observe(q, t0.Add(time.Minute+100*time.Millisecond), nil)
 	if n := len(rs.samples("q")); n != 2 {
 		t.Fatalf("%d samples; want 2", n)
 	}
 	// Six minutes on, the first sample has aged out: over the last 5 minutes.
 	q.LastSequence = 460
-	r = rs.observe(q, t0.Add(6*time.Minute))
+	r = rs.observe(q, t0.Add(6*time.Minute), nil)
 	if math.Abs(r.In-60) > 1e-9 || r.Span != 5*time.Minute {
 		t.Fatalf("rates = %+v; want in 60 per minute over 5m", r)
 	}
 	// Requeued dead letters lower the dead count: no negative rate.
 	q.Dead = 0
-	if r = rs.observe(q, t0.Add(7*time.Minute)); r.Dead != 0 {
+	if r = rs.observe(q, t0.Add(7*time.Minute), nil); r.Dead != 0 {
 		t.Fatalf("dead rate %v after a requeue; want 0", r.Dead)
 	}
 	// A re-created queue's sequence starts again.
 	q.LastSequence = 3
-	if r = rs.observe(q, t0.Add(8*time.Minute)); r.Known {
+	if r = rs.observe(q, t0.Add(8*time.Minute), nil); r.Known {
 		t.Fatalf("rates across a re-created queue: %+v", r)
 	}
 	rs.forget(map[string]bool{})

@@ -3,6 +3,8 @@ package ui
 import (
 	"context"
 	"time"
+
+	"github.com/workq/workq/producer"
 )
 
 // sample reads every queue's state into the history now and then every interval,
@@ -46,7 +48,14 @@ func (h *handler) sampleOnce(ctx context.Context) error {
 	live := make(map[string]bool, len(qs))
 	for _, q := range qs {
 		live[q.Name] = true
-		h.hist.observe(q, at)
+		// The failed attempts since the last reading, from the records written since
+		// (the index admin keeps: its first reading of a queue reads every record).
+		// Without it this reading has no failures to show.
+		var tally *producer.JobTally
+		if t, err := h.adm.JobTally(ctx, q.Name); err == nil {
+			tally = &t
+		}
+		h.hist.observe(q, at, tally)
 	}
 	h.hist.forget(live)
 	return nil
