@@ -764,12 +764,12 @@ func checkSequences(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStrea
 		switch {
 		case strings.HasPrefix(key, "==."):
 			// A tail or successor link (internal/workflow/sequence.go): the end that
-			// no longer needs it drops it (a purge of its key, which the history does
-			// not show: the server says which are left), and no job dies here (a dead
-			// last job's tail stays), so none is left once every job ended. But a
-			// single server SIGKILLed may bring purged messages back (about 2% of the
-			// links purged in the tens of seconds before the kill, measured): those
-			// name ended jobs, which the counts skip (checked above), and stay.
+			// no longer needs it drops it (a KV purge, whose marker expires: the server
+			// says which keys are left), and no job dies here (a dead last job's tail
+			// stays), so none is left once every job ended. But a single server
+			// SIGKILLed may undo removals (with the stream's purge API, about 2% of
+			// the links purged in the tens of seconds before the kill came back): such
+			// a link names an ended job, which the counts skip (checked above).
 			sf.linkKeys++
 			if last := revs[len(revs)-1]; last.op == "" && live[key] {
 				if serverKilled {

@@ -184,7 +184,6 @@ func worker(n queue.Names) []string {
 	}
 	p = append(p, "$JS.ACK."+n.Stream+".>")
 	p = append(p, bucket(n.Bucket)...)
-	p = append(p, api("STREAM.PURGE.KV_"+n.Bucket)) // a sequence's links go by a purge of their key (internal/record/keys.go)
 	p = append(p, bucket(n.UniqueBucket)...)
 	p = append(p, bucket(n.LimitsBucket())...)
 	p = append(p, watch(n.LimitsBucket())...)

@@ -14,8 +14,8 @@ import (
 
 // The server indexes a stream's messages by subject; these read that index for the
 // raw keys under a prefix without reading their values, as the counts of a queue's
-// sequences need (internal/workflow: SequenceBacklog). DeleteKey leaves no marker
-// there. They use only the store's JS and Bucket.
+// sequences need (internal/workflow: SequenceBacklog). DeleteKey's markers are
+// there until they expire, a second or two. They use only the store's JS and Bucket.
 
 // KeysUnder calls each with every raw key under prefix (a key prefix ending in ".",
 // e.g. "==.next.") that holds a message, a marker too, in key order; it returns how

@@ -12,9 +12,9 @@ import (
 	"github.com/workq/workq/testenv"
 )
 
-// DeleteKey leaves no marker: the keys the server indexes are the live ones at once,
-// a write over a deleted key expects revision 0, and a delete at an old revision
-// leaves the value written since. KeysUnder lists the keys under a prefix only, and
+// DeleteKey leaves a marker that expires: the keys the server indexes are the live
+// ones once it did, a write over a deleted key expects the marker's revision until
+// then and 0 after, and a delete at an old revision leaves the value written since. KeysUnder lists the keys under a prefix only, and
 // FirstKeyUnder finds the oldest value, stepping over a marker.
 func TestKeyIndex(t *testing.T) {
 	t.Parallel()
@@ -22,6 +22,16 @@ func TestKeyIndex(t *testing.T) {
 	ctx := testenv.Context(t, 30*time.Second)
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "WORKQ_keys_JOBS", History: 1})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// As a queue's records bucket: a TTL per write (DeleteKey's markers expire).
+	st, err := js.Stream(ctx, "KV_WORKQ_keys_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.AllowMsgTTL = true
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	s := record.Store{JS: js, KV: kv, Bucket: "WORKQ_keys_JOBS"}
@@ -71,11 +81,15 @@ func TestKeyIndex(t *testing.T) {
 	if err := s.DeleteKey(ctx, "==.l.a", revA); err != nil {
 		t.Fatal(err)
 	}
-	if got := keys(); !slices.Equal(got, []string{"==.l.b", "==.l.gone"}) {
-		t.Fatalf("keys under ==.l. after a's delete: %v; want no marker of a", got)
+	// A marker, which a write over the key expects, until it expires.
+	if _, rev, err := s.GetKey(ctx, "==.l.a"); !errors.Is(err, record.ErrNotFound) || rev <= revA {
+		t.Fatalf("a after its delete: revision %d, %v; want its marker's", rev, err)
 	}
+	testenv.Eventually(t, 10*time.Second, "a's marker to expire", func() bool {
+		return slices.Equal(keys(), []string{"==.l.b", "==.l.gone"}) // gone's marker, a KV purge's, stays
+	})
 	if _, rev, err := s.GetKey(ctx, "==.l.a"); !errors.Is(err, record.ErrNotFound) || rev != 0 {
-		t.Fatalf("a after its delete: revision %d, %v; want none", rev, err)
+		t.Fatalf("a after its marker expired: revision %d, %v; want none", rev, err)
 	}
 	revA2 := put("==.l.a", 0)
 	if err := s.DeleteKey(ctx, "==.l.a", revA); err != nil {

@@ -2,13 +2,13 @@ package record
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/jserr"
 	"github.com/workq/workq/internal/retry"
 )
 
@@ -61,48 +61,28 @@ func (s Store) KeyMsg(key string, value []byte, prev uint64) *nats.Msg {
 }
 
 // DeleteKey deletes raw key if its value is still at revision rev; nothing if it
-// moved on. It purges the key's messages up to rev through the stream's purge API,
-// which leaves no marker (a KV delete or purge would): the keys the server indexes
-// (KeysUnder) are the live ones, and a write over the key expects no revision (0).
-// A bucket whose stream denies purges takes no KV purge either (it refuses
-// roll-ups), so this is no loss.
+// moved on. It is a KV purge by compare-and-set, whose marker expires after
+// deleteMarkerTTL (the bucket takes a TTL per write wherever these keys are
+// written), so that the keys the server indexes (KeysUnder) are the live ones and
+// those deleted in the last second or two. Until it expires, a write over the key
+// expects the marker's revision (GetKey says it).
+//
+// A marker, not a removal: the purge API (which leaves none) lost deletes under
+// chaos, on a single server SIGKILLed and on a cluster losing its leader, while a
+// marker is a write that stays the subject's last message. A value that comes back
+// after its marker expired (a server's recovery can undo the purge of the value
+// behind it) is one of an ended job: the readers check the records
+// (workflow.SequenceBacklog).
 func (s Store) DeleteKey(ctx context.Context, key string, rev uint64) error {
-	return retry.Do(ctx, func(ctx context.Context) error {
-		return s.purgeKey(ctx, key, rev)
+	err := retry.Do(ctx, func(ctx context.Context) error {
+		return s.KV.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(deleteMarkerTTL))
 	})
-}
-
-// purgeKey purges raw key's messages with a sequence up to rev.
-func (s Store) purgeKey(ctx context.Context, key string, rev uint64) error {
-	req, err := json.Marshal(struct {
-		Filter string `json:"filter"`
-		Seq    uint64 `json:"seq"` // purges the filter's messages below it
-	}{"$KV." + s.Bucket + "." + key, rev + 1})
-	if err != nil {
-		return err
-	}
-	reply, err := s.JS.Conn().RequestWithContext(ctx, apiPrefix(s.JS)+"STREAM.PURGE.KV_"+s.Bucket, req)
-	if err != nil {
-		return err
-	}
-	var resp struct {
-		Error  *jetstream.APIError `json:"error,omitempty"`
-		Purged uint64              `json:"purged"`
-	}
-	switch err := json.Unmarshal(reply.Data, &resp); {
-	case err != nil:
-		return fmt.Errorf("purge key %s: %w", key, err)
-	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:
-		return nil // no bucket, no key
-	case resp.Error != nil:
-		return fmt.Errorf("purge key %s: %w", key, resp.Error)
-	case resp.Purged > 0:
+	if jserr.IsConflict(err) {
 		return nil
 	}
-	// Nothing purged: right if the key moved on or went; not if its value is still
-	// the one at rev.
-	if _, now, err := s.GetKey(ctx, key); err == nil && now == rev {
-		return fmt.Errorf("purge key %s: its value at revision %d is still there", key, rev)
-	}
-	return nil
+	return err
 }
+
+// deleteMarkerTTL is how long the marker DeleteKey leaves lives: the server's
+// shortest TTL per write.
+const deleteMarkerTTL = time.Second

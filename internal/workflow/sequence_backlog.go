@@ -29,9 +29,9 @@ type Backlog struct {
 // SequenceBacklog counts the jobs of store's queue waiting in their sequences, and
 // their keys. It lists the live links' keys, about 60 bytes each from the server (one
 // request per 100 000), reads the records of the jobs they wait for (one request per
-// 1000) and the oldest link: no scan of the records. Deleted links leave no marker
-// (record.Store.DeleteKey); a link whose job ended, which a server's crash can bring
-// back, is not counted.
+// 1000) and the oldest link: no scan of the records. A link deleted in the last
+// second or two (its marker: record.Store.DeleteKey), like one whose job ended
+// that a server's crash brought back, names a job that ended: not counted.
 func SequenceBacklog(ctx context.Context, store record.Store) (Backlog, error) {
 	type link struct{ key, pred string }
 	var links []link
