@@ -360,6 +360,8 @@ func TestForeignClaimNeverRenewedIsTakenOver(t *testing.T) {
 			if r := status(t, p, id); string(r.Result) != "ran" || r.Worker.Name == "" || r.Worker.Name == "intruder" || r.Attempt != 2 {
 				t.Errorf("record %+v: want the job run and committed by the worker as attempt 2", r)
 			}
+			// The worker counts a commit after its record's write, which the test saw.
+			testenv.Eventually(t, 5*time.Second, "the commit counted", func() bool { return w.Stats().Committed == 1 })
 			if s := w.Stats(); s.Committed != 1 || s.Stale == 0 {
 				t.Errorf("stats %+v: want the claim watched, then one commit", s)
 			}
