@@ -76,8 +76,14 @@ func runSlowWorker(t *testing.T, js jetstream.JetStream, queue string, took time
 			return ctx.Err()
 		}
 	})
-	w, err := consumer.New(testenv.Context(t, 10*time.Second), js, queue, h, consumer.Concurrency(concurrency), consumer.Prefetch(0),
-		consumer.Logger(slog.New(slog.DiscardHandler)))
+	runWorker(t, js, queue, h, consumer.Concurrency(concurrency), consumer.Prefetch(0))
+}
+
+// runWorker runs a worker of queue with handler h until the test ends.
+func runWorker(t *testing.T, js jetstream.JetStream, queue string, h consumer.Handler, opts ...consumer.Option) {
+	t.Helper()
+	w, err := consumer.New(testenv.Context(t, 10*time.Second), js, queue, h,
+		append([]consumer.Option{consumer.Logger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,19 +229,12 @@ func TestChartsCountFailedAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := consumer.New(ctx, js, "flaky", consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
+	runWorker(t, js, "flaky", consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
 		if j.Attempt() <= 2 {
 			return errors.New("not yet")
 		}
 		return nil
-	}), consumer.Backoff(consumer.Constant(300*time.Millisecond)), consumer.Logger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	}), consumer.Backoff(consumer.Constant(300*time.Millisecond)))
 	testenv.Eventually(t, 10*time.Second, "the queue's first tallied samples", func() bool {
 		_, page, _ := get(t, c, srv.URL+"/queues/flaky")
 		return len(chartsOf(t, page)["rates"]["failed"]) >= 2
