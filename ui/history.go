@@ -49,8 +49,8 @@ func (r *ring) at(i int) sample { return r.buf[(r.start+i)%len(r.buf)] }
 func (r *ring) last() sample    { return r.at(len(r.buf) - 1) }
 func (r *ring) empty() bool     { return len(r.buf) == 0 }
 
-// setLast replaces the newest sample with s.
-func (r *ring) setLast(s sample) { r.buf[(r.start+len(r.buf)-1)%len(r.buf)] = s }
+// setLastFailed sets the newest sample's tally of failed attempts.
+func (r *ring) setLastFailed(n uint64) { r.buf[(r.start+len(r.buf)-1)%len(r.buf)].failed = n }
 
 // fresh reports whether s may follow the ring's samples: a stream's last sequence
 // that went back is a queue deleted and created again.
@@ -87,19 +87,26 @@ func (h *history) observe(q admin.QueueInfo, at time.Time, tally *producer.JobTa
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r := h.queues[q.Name]
-	// A re-created queue starts its sequence again: forget the old one's samples.
-	if r == nil || r.created != created || !r.fresh(s) {
+	if r == nil || r.created != created {
 		r = &ring{created: created}
 		h.queues[q.Name] = r
 	}
 	switch {
 	case r.empty() || s.at-r.last().at >= int64(h.every/2):
+		// A re-created queue starts its sequence again: forget the old one's
+		// samples. Only a newer reading says so: the sampler's comes from the
+		// pages' shared snapshot, and may be older than a page's own reading kept
+		// just before, with smaller counters.
+		if !r.fresh(s) {
+			r = &ring{created: created}
+			h.queues[q.Name] = r
+		}
 		r.push(s)
 	case s.failed != 0 && r.last().failed == 0:
-		// The sampler's reading, with its tally of failed attempts, in place of a
-		// page's made just before it: else pages refreshing often would keep most of
-		// the tallies out, and the failed attempts' points with them.
-		r.setLast(s)
+		// The sampler's tally of failed attempts, read now, on the reading kept
+		// within half an interval (a page's): else pages refreshing often would keep
+		// most of the tallies out, and the failed attempts' points with them.
+		r.setLastFailed(s.failed)
 	}
 	// The oldest sample before s within rateSpan; the newest before s if none is.
 	first, found := sample{}, false

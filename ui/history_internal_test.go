@@ -177,20 +177,25 @@ func TestThin(t *testing.T) {
 	}
 }
 
-// A sampler's reading with its tally of failed attempts takes the place of a page's
-// reading made just before it, which has none; a page's reading never takes a
-// tally's place.
+// A sampler's reading brings its tally of failed attempts to the page's reading
+// kept just before it, which has none; a page's reading never takes a tally away.
+// A reading older than the newest kept (the sampler's, from the pages' snapshot)
+// with smaller counters is not a queue made again: the history stays.
 func TestHistoryKeepsTallies(t *testing.T) {
 	t.Parallel()
 	const every = time.Second
 	h := newHistory(every)
 	t0 := time.Unix(2_000_000, 0)
-	q := admin.QueueInfo{Name: "q", Created: t0, LastSequence: 1}
-	h.observe(q, t0, nil)                                                             // a page
-	h.observe(q, t0.Add(100*time.Millisecond), &producer.JobTally{FailedAttempts: 3}) // the sampler, just after
-	h.observe(q, t0.Add(200*time.Millisecond), nil)                                   // a page again
+	q := admin.QueueInfo{Name: "q", Created: t0, LastSequence: 5}
+	h.observe(q, t0, nil) // a page
+	q.LastSequence = 10
+	h.observe(q, t0.Add(time.Second), nil) // a page, a second later
+	q.LastSequence = 8
+	h.observe(q, t0.Add(900*time.Millisecond), &producer.JobTally{FailedAttempts: 3}) // the sampler, from an older snapshot
+	q.LastSequence = 11
+	h.observe(q, t0.Add(1200*time.Millisecond), nil) // a page again
 	ss := h.samples("q")
-	if len(ss) != 1 || ss[0].failed != 4 || ss[0].at != t0.Add(100*time.Millisecond).UnixNano() {
-		t.Fatalf("samples %+v; want the sampler's alone, with its tally", ss)
+	if len(ss) != 2 || ss[0].arrived != 5 || ss[1].arrived != 10 || ss[1].failed != 4 {
+		t.Fatalf("samples %+v; want the two pages' readings, the second with the sampler's tally", ss)
 	}
 }
