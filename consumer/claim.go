@@ -30,9 +30,10 @@ type verdict int
 const (
 	runIt       verdict = iota // claimed: run the handler
 	alreadyDone                // a copy of an enqueue that was committed: ack, never run
+	repeated                   // a copy of an enqueue of the id that ended before the record's, or a repeat of the record's within the duplicate window: ack, never run
 	alreadyDead                // a copy of an enqueue that died: make sure the dead letter exists, terminate
 	cancelled                  // a copy of an enqueue that was cancelled: drop it without running
-	watched                    // another run holds a live claim: keep the delivery off the slots, decide again later
+	watched                    // another run holds a live claim: put back until its lease would run out
 	early                      // the job's retry time has not come: put back until then
 	busy                       // another enqueue of the id is live: put back until it ends
 	exhausted                  // the next run would exceed the attempts: dead-letter without running
@@ -56,7 +57,8 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 	ctx, cancel := w.writeContext(ctx)
 	defer cancel()
 	j.run = w.nextRun()
-	d := protocol.Delivery{Enqueue: j.enqueue, MaxAttempts: j.maxAttempts}
+	d := protocol.Delivery{Enqueue: j.enqueue, MaxAttempts: j.maxAttempts, StoredAt: j.md.Timestamp,
+		Window: w.objects.Stream.CachedInfo().Config.Duplicates, Dedup: j.dedup}
 	var rec *record.Record // nil: none (on the first round: none known)
 	for round := range maxClaimRounds {
 		if round > 0 || j.recorded {
@@ -76,8 +78,19 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 		if rec != nil && sameEnqueue(j, rec) {
 			pr.Enqueue = j.enqueue
 		}
-		dec := protocol.DecideClaim(pr, d, w.sightings.of(j.id, pr), j.run, w.cfg.ackWait, time.Now())
-		if dec.Verdict == protocol.Later && !sameEnqueue(j, rec) && !d.OtherGone {
+		d.OtherGone, d.ServerNow = false, time.Time{}
+		dec := protocol.DecideClaim(pr, d, j.run, w.cfg.ackWait, time.Now())
+		if dec.Verdict == protocol.Clock {
+			// A run holds the job: its lease is judged by the clock of the server
+			// that wrote the record, read now.
+			now, err := w.records.Now(ctx)
+			if err != nil {
+				return 0, err
+			}
+			d.ServerNow = now
+			dec = protocol.DecideClaim(pr, d, j.run, w.cfg.ackWait, time.Now())
+		}
+		if dec.Verdict == protocol.Later && !sameEnqueue(j, rec) {
 			// Another enqueue of the id holds its record live: it does, while its
 			// message is in the stream.
 			live, err := w.messageLive(ctx, rec.Sequence)
@@ -86,13 +99,16 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 			}
 			if !live {
 				d.OtherGone = true
-				dec = protocol.DecideClaim(pr, d, protocol.Sighting{}, j.run, w.cfg.ackWait, time.Now())
+				dec = protocol.DecideClaim(pr, d, j.run, w.cfg.ackWait, time.Now())
 			}
 		}
 		switch dec.Verdict {
 		case protocol.Ack:
 			j.claim = rec
-			if rec.State == record.Cancelled {
+			switch {
+			case !sameEnqueue(j, rec):
+				return repeated, nil // a copy of an earlier enqueue, or a repeat of the record's
+			case rec.State == record.Cancelled:
 				return cancelled, nil
 			}
 			return alreadyDone, nil
@@ -115,7 +131,7 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 			j.claim, j.attempt = &c, c.Attempt
 			return exhausted, nil
 		}
-		next := w.fresh(j, dec.Next.Attempt)
+		next := w.fresh(j, dec.Next)
 		if rec != nil {
 			next.LastError = recordError(rec.LastError) // cut like our own: another client may have written one that would not fit
 			if sameEnqueue(j, rec) {
@@ -126,9 +142,8 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 		err := w.cas(ctx, next, dec.Next.Revision)
 		switch {
 		case err == nil:
-			w.sightings.forget(j.id)
 			j.claim, j.token, j.attempt = next, next.Revision, next.Attempt
-			if rec != nil && rec.State == record.Running {
+			if rec != nil && rec.State == record.Running && sameEnqueue(j, rec) {
 				w.log.Warn(fmt.Sprintf("job %s: the claim of run %s went its lease (%s) without a renewal; taking the job over", j.id, rec.Run, pr.Lease),
 					"job", j.id, "attempt", next.Attempt, "prev_worker", workerName(rec), "revision", rec.Revision)
 			}
@@ -165,19 +180,19 @@ func (w *Worker) protoRecord(r *record.Record) *protocol.Record {
 		lease = w.cfg.ackWait
 	}
 	return &protocol.Record{
-		State: protocol.State(r.State), Attempt: r.Attempt, Enqueue: r.Enqueue, Run: r.Run,
-		Lease: lease, RetryAt: r.RetryAt, Revision: r.Revision,
+		State: protocol.State(r.State), Attempt: r.Attempt, Enqueue: r.Enqueue, Ended: r.Ended, StoredAt: r.StoredAt,
+		Run: r.Run, Lease: lease, WrittenAt: r.WrittenAt, RetryAt: r.RetryAt, Revision: r.Revision,
 	}
 }
 
-// fresh is the claim this delivery writes as the given attempt. Its Revision is 0
-// until it is written.
-func (w *Worker) fresh(j *Job, attempt int) *record.Record {
+// fresh is the claim this delivery writes as the protocol's claim c says (its
+// attempt, store time and ended enqueues). Its Revision is 0 until it is written.
+func (w *Worker) fresh(j *Job, c protocol.Record) *record.Record {
 	return &record.Record{
-		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: record.Running, Attempt: attempt,
+		ID: j.id, Queue: w.names.Queue, Kind: j.kind, State: record.Running, Attempt: c.Attempt,
 		MaxAttempts: j.maxAttempts, Enqueue: j.enqueue, Run: j.run, LeaseMS: w.cfg.ackWait.Milliseconds(),
 		Sequence: j.md.Sequence.Stream, Worker: &w.identity, EnqueuedAt: j.enqueuedAt, StartedAt: time.Now(),
-		ScheduledAt: j.scheduledAt, Schedule: j.schedule,
+		ScheduledAt: j.scheduledAt, Schedule: j.schedule, StoredAt: c.StoredAt, Ended: c.Ended,
 	}
 }
 
@@ -255,7 +270,7 @@ func (w *Worker) resolveConflict(ctx context.Context, next *record.Record, prev 
 // an operator can requeue the job and it runs as a new message would. It counts no
 // attempts: the value says nothing of the runs made.
 func (w *Worker) claimUnreadable(j *Job, err error) verdict {
-	c := w.fresh(j, 0)
+	c := w.fresh(j, protocol.Record{})
 	c.StartedAt = time.Time{}
 	var ce *record.CorruptError
 	if errors.As(err, &ce) {
@@ -309,49 +324,4 @@ func (w *Worker) nextRun() string {
 	n := r.n
 	r.mu.Unlock()
 	return r.prefix + strconv.FormatUint(n, 36)
-}
-
-// sightings remembers, per job, the revision of a record held by another run that
-// this worker saw, and when it first saw it on its own monotonic clock: a claim is
-// taken over only after its revision stood unchanged for its lease
-// (protocol.Sighting). Forgetting one (a restart, the bound below) only makes the
-// worker wait longer.
-type sightings struct {
-	mu   sync.Mutex
-	seen map[string]sighting // by job id
-}
-
-type sighting struct {
-	rev   uint64
-	since time.Time
-}
-
-// maxSightings bounds the memory: past it, what is remembered is forgotten.
-const maxSightings = 4096
-
-// of returns what this worker saw of rec before and remembers rec's revision from
-// now on when it is a new one; the zero Sighting for no record.
-func (s *sightings) of(id string, rec *protocol.Record) protocol.Sighting {
-	if rec == nil || rec.State != protocol.Running {
-		return protocol.Sighting{}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	sr, ok := s.seen[id]
-	if !ok || sr.rev != rec.Revision {
-		if s.seen == nil || len(s.seen) >= maxSightings {
-			s.seen = map[string]sighting{}
-		}
-		sr = sighting{rev: rec.Revision, since: now}
-		s.seen[id] = sr
-	}
-	return protocol.Sighting{Revision: sr.rev, For: now.Sub(sr.since)}
-}
-
-// forget drops what was seen of job id (it was claimed).
-func (s *sightings) forget(id string) {
-	s.mu.Lock()
-	delete(s.seen, id)
-	s.mu.Unlock()
 }

@@ -3,8 +3,7 @@ package consumer
 // The life of one delivery, in the order it goes: admitted (process), claimed
 // (claimed: the job record decides, see claim.go and docs/delivery.md), run (run),
 // decided (decide.go) and settled (settle.go). A delivery whose job may not run now is
-// ended where the claim says so: acked, terminated, dead-lettered, watched off the
-// handler slots, or put back.
+// ended where the claim says so: acked, terminated, dead-lettered or put back.
 
 import (
 	"context"
@@ -117,21 +116,25 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 }
 
 // claimed claims j and reports whether it may run; a delivery that may not is ended
-// here as its verdict says: acked, terminated, dead-lettered, watched or put back.
+// here as its verdict says: acked, terminated, dead-lettered or put back.
 func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 	v, err := w.claimDelivery(ctx, j)
 	if err != nil {
-		// Without a claim nothing may run; the delivery comes back after a backoff.
-		w.ended(j, endUnsettled, err, 0, "step", "claim")
-		j.nak(w.cfg.backoff(1))
+		w.claimFailed(j, err)
 		return false
 	}
+	w.claimsWork()
 	switch v {
 	case runIt:
 		if j.span != nil {
 			j.span.span.Claimed(j.attempt, j.token)
 		}
 		return true
+	case repeated:
+		// Another enqueue holds the record, and its dependents are its own.
+		j.endSpan("already ended", nil)
+		w.stats.alreadyDone.Add(1)
+		w.ack(j)
 	case alreadyDone:
 		j.endSpan("already ended", nil)
 		w.stats.alreadyDone.Add(1)
@@ -155,10 +158,12 @@ func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 		}
 		w.deadLetter(ctx, j, errors.New(j.claim.LastError), false)
 	case watched:
+		// Put back, not kept: the server hands it to any worker once the holder's
+		// lease would have run out (or at once if the holder's delivery of it ends).
 		w.stats.stale.Add(1)
 		j.metrics.stale.Inc()
 		j.endSpan("watched", nil)
-		w.watch(j.lease, min(j.retryIn, w.cfg.heartbeat, watchPoll))
+		j.nak(j.retryIn)
 	case busy:
 		w.stats.busy.Add(1)
 		j.endSpan("busy", nil)
@@ -178,39 +183,6 @@ func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 			ErrExhausted, j.attempt, j.maxAttempts), true)
 	}
 	return false
-}
-
-// watchPoll is how long a watched delivery waits at most before it reads the job's
-// record again: the run it waits for most often ends well within its lease (a copy
-// the server sent while the run went on), and the copy should end soon after, not a
-// heartbeat interval (10 s at the default AckWait) later. Watched deliveries are the
-// rare copies, so the reads cost little.
-const watchPoll = time.Second
-
-// watch keeps a delivery whose job another run holds off the handler slots for wait,
-// its lease reporting progress, then hands it to a slot to decide again: the holder
-// may have ended the job, or gone a whole lease without renewing its claim. A worker
-// that stops meanwhile hands it back.
-func (w *Worker) watch(l *lease, wait time.Duration) {
-	w.watching.Add(1)
-	go func() {
-		defer w.watching.Done()
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-w.gateCtx.Done():
-			w.handBack(l)
-			return
-		}
-		l.src.puller.held.Add(1) // the slot that takes it finishes it (puller.done)
-		select {
-		case w.rewatch <- l:
-		case <-w.gateCtx.Done():
-			l.src.puller.held.Add(-1)
-			w.handBack(l)
-		}
-	}()
 }
 
 // run calls the handler, its delivery kept alive by its lease, and returns its error

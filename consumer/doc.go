@@ -15,9 +15,11 @@
 //     compare-and-set — blind, as a create, for a job that has no record. The revision
 //     written is the job's fencing token (Job.FencingToken), which grows with every
 //     claim. A delivery whose record says the same enqueue was done or cancelled is
-//     acked without running, whatever its delivery count; one whose job another run
-//     holds waits off the handler slots, and takes the job over only once that run's
-//     record has stood unrenewed for its lease on this worker's clock.
+//     acked without running, whatever its delivery count, and so is a copy of an
+//     earlier enqueue of the id, or a repeat of the record's within the duplicate
+//     window; one whose job another run holds is put back until that run's lease
+//     would run out, and any worker takes the job over once the record's last write
+//     is a lease old by the records server's clock.
 //  2. Run the handler, heartbeating (InProgress) at a third of AckWait and renewing
 //     the claim by compare-and-set at each heartbeat. A renewal that finds the claim
 //     taken cancels the handler's context with ErrStale (ErrCancelled after a cancel).

@@ -186,27 +186,41 @@ func (f *flaky) check(t *testing.T) {
 
 // doomedWorker runs worker "A" on queue q over a connection of its own, with opts
 // and a handler that holds every job until the worker stops; started receives a
-// value as each job starts. die is its process's death: its connection closes (from
-// then on nothing of it reaches the server) and the worker stops.
+// value as each job starts. die is its process's death (killableWorker).
 func doomedWorker(t *testing.T, env *testenv.Env, q string, opts []consumer.Option) (started <-chan struct{}, die func()) {
+	t.Helper()
+	s := make(chan struct{}, 1)
+	die = killableWorker(t, env, q, "A", func(*consumer.Job) { s <- struct{}{} }, opts)
+	return s, die
+}
+
+// killableWorker runs worker name on queue q over a connection of its own, with opts
+// and a handler that calls started, then holds the job until the worker stops. die is
+// its process's death: its connection closes (from then on nothing of it reaches the
+// server) and the worker stops.
+func killableWorker(t *testing.T, env *testenv.Env, q, name string, started func(*consumer.Job), opts []consumer.Option) (die func()) {
 	t.Helper()
 	nc := env.Conn(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := make(chan struct{}, 1)
 	w := newWorker(t, js, q, consumer.HandlerFunc(func(ctx context.Context, j *consumer.Job) error {
-		s <- struct{}{}
+		started(j)
 		<-ctx.Done()
 		return ctx.Err()
-	}), append(opts, consumer.Name("A"), consumer.DrainTimeout(0))...)
+	}), append(opts, consumer.Name(name), consumer.DrainTimeout(0))...)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	return s, func() {
-		nc.Close()
-		stop()
-		<-done
+	var once sync.Once
+	die = func() {
+		once.Do(func() {
+			nc.Close()
+			stop()
+			<-done
+		})
 	}
+	t.Cleanup(die)
+	return die
 }

@@ -137,12 +137,15 @@ func (w *Worker) pullsWork() {
 	}
 }
 
-// Health reports whether the worker can pull jobs: nil while its pulls succeed, else
+// Health reports whether the worker can pull and claim jobs: nil while it can, else
 // why not (the workers' consumer was deleted and cannot be re-created, the server is
-// unreachable, …). A worker repairs what it can by itself and keeps trying; Health is
-// for health checks and alerts.
+// unreachable, the job records refuse the claims' writes, …). A worker repairs what
+// it can by itself and keeps trying; Health is for health checks and alerts.
 func (w *Worker) Health() error {
 	if err := w.health.Load(); err != nil {
+		return *err
+	}
+	if err := w.claims.Load(); err != nil {
 		return *err
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/schedule"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // Job is one delivery of a job to this worker.
@@ -40,6 +41,7 @@ type Job struct {
 	unrun       bool          // claimed only to be dead-lettered unrun: its claim's attempt is not counted
 	scheduledAt time.Time     // a delayed job's due time, or the time a periodic firing stands for
 	enqueuedAt  time.Time     // when the job was enqueued (a delayed job: not when it fired)
+	dedup       bool          // its message is one the server's duplicate window applies to (protocol.Delivery.Dedup)
 	schedule    string        // the periodic schedule that fired the job
 	metrics     *kindMetrics  // the series of this job's queue and kind
 	unique      string        // the job's unique key (Workq-Unique), "" if none
@@ -66,6 +68,10 @@ func (w *Worker) newJob(l *lease, md *jetstream.MsgMetadata) *Job {
 	} else {
 		j.id = w.names.JobID(msg.Subject(), h.Get(queue.HeaderID), md.Sequence.Stream)
 		j.scheduledAt = queue.ScheduledAt(h)
+		// The server's duplicate window applies to a message whose id is the job's
+		// (a producer's enqueue), not to a foreign client's plain publish or a
+		// requeued dead letter (an id of its own).
+		j.dedup = h.Get(queue.HeaderID) == wireid.Encode(j.id) || h.Get(queue.HeaderNatsScheduler) != ""
 	}
 	j.enqueuedAt = queue.EnqueuedAt(h, md.Timestamp)
 	queue.DropServerHeaders(h) // so neither the handler nor a dead letter sees them

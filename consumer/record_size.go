@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/workq/workq/internal/naming"
+	"github.com/workq/workq/internal/protocol"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 )
@@ -50,9 +51,12 @@ const (
 	// recordErrorsRoom: the history of failed attempts, each entry's keys, attempt,
 	// start and end times, worker and error at their longest: about 11.5 KiB.
 	recordErrorsRoom = record.MaxErrors * (64 + len("-9223372036854775808") + 2*len("2006-01-02T15:04:05.999999999-07:00") + maxHistoryWorker + maxHistoryError)
-	// recordFieldsRoom is their sum: about 22 KiB.
+	// recordEndedRoom: the enqueues of the id that the record was of before, and the
+	// store time of its own: about 6 KiB.
+	recordEndedRoom = protocol.MaxEnded*(jsonMaxEscape*queue.MaxEnqueueLen+3) + len(`,"stored_at":"2006-01-02T15:04:05.999999999-07:00"`)
+	// recordFieldsRoom is their sum: about 28 KiB.
 	recordFieldsRoom = recordKeysRoom + recordNamesRoom + recordNumbersRoom + recordTimesRoom +
-		recordKindRoom + recordWorkerRoom + recordRunRoom + recordWriteRoom + recordErrorsRoom
+		recordKindRoom + recordWorkerRoom + recordRunRoom + recordWriteRoom + recordErrorsRoom + recordEndedRoom
 )
 
 // maxResultSize is the largest result (Job.SetResult) a job record can hold on a

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/workq/workq/internal/protocol"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/testenv"
@@ -86,7 +87,7 @@ func TestMaxResultSizeFitsARecord(t *testing.T) {
 	t.Parallel()
 	for _, maxPayload := range []int64{1 << 20, 8 << 20, 64 << 10} {
 		limit := maxResultSize(maxPayload)
-		if low := int((maxPayload-32<<10)/4*3) - 3; limit < low {
+		if low := int((maxPayload-34<<10)/4*3) - 3; limit < low {
 			t.Errorf("maxResultSize(%d) = %d, want at least %d", maxPayload, limit, low)
 		}
 		at := time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(11*3600+59*60)))
@@ -100,6 +101,7 @@ func TestMaxResultSizeFitsARecord(t *testing.T) {
 			LastError: recordError(strings.Repeat("<", 1<<20)),
 			Errors:    slices.Repeat([]record.Failure{{Attempt: math.MinInt64, Started: at, At: at, Worker: cutText(strings.Repeat("<", 1<<10), maxHistoryWorker), Error: cutText(strings.Repeat("<", 1<<20), maxHistoryError)}}, record.MaxErrors),
 			Result:    make([]byte, limit),
+			StoredAt:  at, Ended: slices.Repeat([]string{strings.Repeat("<", queue.MaxEnqueueLen)}, protocol.MaxEnded),
 		}
 		b, err := json.Marshal(r)
 		if err != nil {

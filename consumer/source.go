@@ -56,14 +56,6 @@ func (w *Worker) ensureConsumer(ctx context.Context, s *source) (jetstream.Consu
 // buffered, else the first to arrive at any level. It returns nil once ctx ends.
 func (w *Worker) take(ctx context.Context) *lease {
 	for {
-		select {
-		case l := <-w.rewatch: // a watched delivery, to decide again (fenced.go)
-			if l = l.src.puller.accept(l); l != nil {
-				return l
-			}
-			continue
-		default:
-		}
 		for _, s := range w.sources {
 			select {
 			case l := <-s.puller.buf:
@@ -83,7 +75,6 @@ func (w *Worker) take(ctx context.Context) *lease {
 		case l = <-bufs[1]:
 		case l = <-bufs[2]:
 		case l = <-bufs[3]:
-		case l = <-w.rewatch:
 		case <-ctx.Done():
 			return nil
 		}

@@ -9,8 +9,8 @@ type Stats struct {
 	Retried     uint64 // runs that failed and were scheduled again
 	Dead        uint64 // jobs moved to dead letters
 	Reassigned  uint64 // commits or outcomes refused: another delivery owned the job
-	AlreadyDone uint64 // copies of jobs that ended (committed, or dead with their dead letter out), ended without running
-	Stale       uint64 // deliveries that found another run holding the job: watched off the slots until it ends or its lease runs out
+	AlreadyDone uint64 // copies of jobs that ended (committed, or dead with their dead letter out), of earlier enqueues of the id, and repeats within the duplicate window: ended without running
+	Stale       uint64 // deliveries that found another run holding the job: put back until its lease would run out
 	Cancelled   uint64 // deliveries of cancelled jobs: runs stopped, and deliveries dropped without running
 	Busy        uint64 // deliveries put back because another message with the same id was live
 	Early       uint64 // deliveries put back because their job's retry time had not come

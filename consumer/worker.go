@@ -41,6 +41,7 @@ type Worker struct {
 	metrics  *workerMetrics
 	running  atomic.Bool
 	health   atomic.Pointer[error] // why pulls fail; nil while they work
+	claims   atomic.Pointer[error] // why claims fail for good (claim_errors.go); nil while they work
 	observe  attempt.Observer      // told each run's outcome; from Run's context, usually nil (observe.go)
 	quick    bool                  // end open pulls at once on stop; from Run's context (internal/quickstop)
 
@@ -49,9 +50,6 @@ type Worker struct {
 	uniques   queue.LazyUniques  // the unique bucket, opened by the first unique job (unique.go)
 	flows     *workflow.Releaser // tells workflow tasks' dependents (workflow.go)
 	runIDs    *runIDs            // makes the ids of this worker's runs (claim.go)
-	sightings sightings          // revisions of records other runs hold, as first seen (claim.go)
-	rewatch   chan *lease        // watched deliveries going back to a slot (fenced.go)
-	watching  sync.WaitGroup     // watched deliveries off the slots
 	finishing chan struct{}      // bounds background outcome writes
 	finishers sync.WaitGroup     // background outcome writes in progress
 }
@@ -111,7 +109,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, h Handle
 	records.Group = groupcommit.For(js, cfg.groupCommit, objs.Stream.CachedInfo().Config.Replicas, objs.AtomicRecords)
 	w := &Worker{
 		js: js, names: names, objects: objs, records: records,
-		handler: Chain(h, cfg.middleware...), cfg: cfg, metrics: m, runIDs: newRunIDs(), rewatch: make(chan *lease),
+		handler: Chain(h, cfg.middleware...), cfg: cfg, metrics: m, runIDs: newRunIDs(),
 		log:   cfg.logger.With("queue", queueName, "worker", cfg.name),
 		flows: &workflow.Releaser{Store: records, JS: js, Names: names},
 	}
@@ -213,7 +211,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	stop := time.AfterFunc(w.cfg.drainTimeout, func() { cancelHandlers(errDrained) })
 	defer stop.Stop()
 	slots.Wait()
-	w.watching.Wait()
 	w.finishers.Wait()
 	// Acks and naks are sent without waiting for replies: make sure the last ones
 	// have reached the server before the caller closes the connection.

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/internal/option"
+	"github.com/workq/workq/internal/protocol"
 	"github.com/workq/workq/internal/queue"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
+	"github.com/workq/workq/internal/wireid"
 )
 
 // Cancel cancels job id wherever it stands, and returns its record, which says
@@ -155,16 +158,25 @@ func (p *Producer) waiting(ctx context.Context, id string, prev *record.Record) 
 			return nil, "", err
 		}
 		q := queuedRecord(p.names.Queue, id, msg)
-		if prev != nil && (msg.Sequence <= prev.Sequence || q.Enqueue == prev.Enqueue) {
+		if prev != nil && (msg.Sequence <= prev.Sequence || q.Enqueue == prev.Enqueue || slices.Contains(prev.Ended, q.Enqueue)) {
 			// The finished job's own message, or a copy of it (a fired copy of a
 			// cancelled delayed job; a copy a restarted server stored again): a worker
 			// ends it without running it.
 			continue
 		}
-		return &record.Record{
+		c := &record.Record{
 			ID: id, Queue: p.names.Queue, Kind: q.Kind, State: record.Cancelled, MaxAttempts: q.MaxAttempts, Enqueue: q.Enqueue,
 			Sequence: q.Sequence, EnqueuedAt: q.EnqueuedAt, ScheduledAt: q.ScheduledAt, FinishedAt: time.Now(),
-		}, subject, nil
+		}
+		if msg.Header.Get(queue.HeaderID) == wireid.Encode(id) {
+			c.StoredAt = msg.Time // a repeat of this enqueue within the duplicate window never runs
+		}
+		if prev != nil {
+			// The record of another enqueue, which ended: a copy of it must still
+			// never run.
+			c.Ended = protocol.AddEnded(prev.Ended, prev.Enqueue)
+		}
+		return c, subject, nil
 	}
 	return nil, "", nil
 }

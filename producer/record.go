@@ -108,6 +108,17 @@ type Record struct {
 	// Halted: its predecessor ended dead and the key halted at it; it waits for
 	// ResumeSequence.
 	Halted bool `json:"halted,omitempty"`
+	// StoredAt is when the server stored the message of the record's enqueue, for a
+	// message that carried the job id as its message id: another enqueue of the id
+	// stored within the queue's duplicate window of it is a repeat, and never runs.
+	StoredAt time.Time `json:"stored_at,omitzero"`
+	// Ended is the enqueues of the id that the record was of before, oldest first
+	// (the last 4): a copy of any of them never runs.
+	Ended []string `json:"ended,omitempty"`
+	// WrittenAt is when the server stored this revision of the record (its clock, as
+	// the read reported it): a running job's lease runs from it. Not part of the
+	// JSON document.
+	WrittenAt time.Time `json:"-"`
 	// Revision is the KV revision the record was read at: for a running job, its
 	// claim's fencing token (Job.FencingToken). 0 for a queued job that has no record
 	// yet. It is not part of the JSON document (the bucket keeps it beside the value).
@@ -217,6 +228,7 @@ func publicRecord(r *record.Record) *Record {
 		WaitingFor: r.WaitingFor, FailedParents: r.FailedParents, RunIfParentFailed: r.RunIfFailed,
 
 		SequenceKey: r.SequenceKey, After: r.After, HaltOnDead: r.HaltDead, Halted: r.Halted,
+		StoredAt: r.StoredAt, Ended: r.Ended, WrittenAt: r.WrittenAt,
 	}
 	if w := r.Worker; w != nil {
 		out.Worker = WorkerInfo{Name: w.Name, Host: w.Host, PID: w.PID}

@@ -13,6 +13,7 @@
 package protocol
 
 import (
+	"slices"
 	"time"
 )
 
@@ -35,34 +36,44 @@ func (s State) Terminal() bool { return s == Done || s == Dead || s == Cancelled
 
 // Record is what the claim decides from: the job record's protocol fields.
 type Record struct {
-	State    State
-	Attempt  int           // claims made so far: runs started, exactly
-	Enqueue  string        // the enqueue this record is of ("" for a client that sets none)
-	Run      string        // the run that holds the job (Running), or made the last claim
-	Lease    time.Duration // how long Run's claim stands without a renewal (Running)
-	RetryAt  time.Time     // when a Retrying job is due, on the failed run's clock
-	Revision uint64        // the record's revision: every write changes it
+	State     State
+	Attempt   int           // claims made so far: runs started, exactly
+	Enqueue   string        // the enqueue this record is of ("" for a client that sets none)
+	Ended     []string      // the enqueues of the id the record was of before, oldest first (at most MaxEnded)
+	StoredAt  time.Time     // when the server stored the message of Enqueue, if that carried the job id as message id (Delivery.Dedup); else zero
+	Run       string        // the run that holds the job (Running), or made the last claim
+	Lease     time.Duration // how long Run's claim stands without a renewal (Running)
+	WrittenAt time.Time     // when the server stored this revision (server time, as read)
+	RetryAt   time.Time     // when a Retrying job is due, on the failed run's clock
+	Revision  uint64        // the record's revision: every write changes it
 }
+
+// MaxEnded is how many earlier enqueues of an id a record remembers.
+const MaxEnded = 4
 
 // Delivery is what a delivery knows of itself, besides the record.
 type Delivery struct {
 	Enqueue     string // the enqueue the message carries
 	MaxAttempts int    // the attempts allowed
+	// StoredAt is when the server stored the message (server time), and Window the
+	// queue's duplicate window. Dedup says the message carries the job id as its
+	// message id, so the server refuses another such message of the id within the
+	// window — unless it forgot the first one's id (a restart forgets the ids of
+	// removed messages). Of two such messages stored within the window of each other,
+	// the second is a repeat of the first. A message without it (a foreign client's
+	// publish, a requeued dead letter) is never a repeat.
+	StoredAt time.Time
+	Window   time.Duration
+	Dedup    bool
 	// OtherGone: the stream no longer holds the message of the record's enqueue,
 	// when that is another enqueue of the id (an operator removed it, or a crash
 	// lost it): its record will never end, so it does not hold this one back.
 	// Learnt by a read when the verdict without it is Later for that reason.
 	OtherGone bool
-}
-
-// Sighting is what the deciding worker saw of the record before: the revision it
-// read, and how long ago on its own clock it first read that revision. A worker that
-// saw nothing yet passes the zero Sighting. Only the reader's own clock measures a
-// lease, so clocks of different workers need not agree; a worker that forgets what
-// it saw only waits longer.
-type Sighting struct {
-	Revision uint64
-	For      time.Duration
+	// ServerNow is the clock of the server that stores the records (zero: not read):
+	// a running record's lease is judged by it against WrittenAt. Learnt by a read
+	// when the verdict without it is Clock.
+	ServerNow time.Time
 }
 
 // Verdict is what a delivery does.
@@ -71,14 +82,15 @@ type Verdict int
 // The verdicts of DecideClaim.
 const (
 	Claim     Verdict = iota // write the claim (Next) by compare-and-set, then run
-	Ack                      // the enqueue is done or cancelled: ack the copy, never run
+	Ack                      // a copy or a repeat of an enqueue that ended, or that holds the record: ack it, never run
 	Term                     // the enqueue is dead: make sure its dead letter exists, term the copy
 	Exhausted                // the next run would exceed the attempts: dead-letter without running
-	Watch                    // another run holds a live lease: keep the copy, read again after Wait
+	Watch                    // another run holds a live lease: put the copy back until the lease would run out (Wait)
 	Later                    // not yet: a retry's backoff, or another enqueue of the id still live; put back for Wait
+	Clock                    // a run holds the job: read the server's clock (Delivery.ServerNow) and decide again
 )
 
-var verdictNames = [...]string{"claim", "ack", "term", "exhausted", "watch", "later"}
+var verdictNames = [...]string{"claim", "ack", "term", "exhausted", "watch", "later", "clock"}
 
 func (v Verdict) String() string {
 	if int(v) < len(verdictNames) {
@@ -100,36 +112,58 @@ type Decision struct {
 // anyway: the clocks of the worker that failed it and of this one may differ a little.
 const RetryTolerance = 100 * time.Millisecond
 
+// WatchSlack is added to the rest of a lease that a copy is put back for, so that it
+// comes back once the lease has run out rather than just before.
+const WatchSlack = 25 * time.Millisecond
+
 // DecideClaim decides what a delivery of d's enqueue does, given the job's record
-// (nil: none), what this worker saw of the record before, the new run's id and
-// lease, and the local time. It is the whole of the claim:
+// (nil: none), the new run's id and lease, and the local time (for a retry's time
+// only). It is the whole of the claim:
 //
-//   - No record, or the finished record of another enqueue of the id: claim attempt 1.
+//   - No record: claim attempt 1.
+//   - A copy of an enqueue the record was of before (Ended): ack, never run.
+//   - Another enqueue of the id whose message was stored within the duplicate window
+//     of the record's: a repeat of the enqueue; ack, never run.
+//   - The finished record of another enqueue of the id, or a live one whose message
+//     is gone: claim attempt 1; the record's enqueue joins Ended.
+//   - A live record of another enqueue: later, until that one ends.
 //   - A record of this enqueue that is terminal ends the copy: done and cancelled are
 //     acked, dead is termed; it never runs, whatever the copy's delivery count, message
 //     id or sequence.
-//   - A live record of another enqueue: later, until that one ends or its message
-//     is found gone (OtherGone).
-//   - Running, held by another run: watch until its revision has stood unchanged for
-//     its lease on this worker's clock, then take it over (attempt + 1).
+//   - Running, held by another run: judged by the server's clock (Clock until it is
+//     read), watched until its revision is a lease old, then taken over (attempt + 1).
+//     No worker's memory or clock takes part: any worker, a fresh one too, takes over
+//     a lease that ran out.
 //   - Retrying: later until its retry time, then claim attempt + 1.
 //   - Waiting (a workflow's task whose parents have not all ended): later.
 //   - Queued (handed back unstarted, or a released task): claim attempt + 1.
 //   - An attempt past MaxAttempts is exhausted: dead-lettered without running.
-func DecideClaim(rec *Record, d Delivery, seen Sighting, run string, lease time.Duration, now time.Time) Decision {
+func DecideClaim(rec *Record, d Delivery, run string, lease time.Duration, now time.Time) Decision {
 	claim := func(attempt int, why string) Decision {
 		if attempt > d.MaxAttempts {
 			return Decision{Verdict: Exhausted, Why: why + "; attempts used"}
 		}
 		next := Record{State: Running, Attempt: attempt, Enqueue: d.Enqueue, Run: run, Lease: lease}
+		if d.Dedup {
+			next.StoredAt = d.StoredAt
+		}
 		if rec != nil {
-			next.Revision = rec.Revision
+			next.Revision, next.Ended = rec.Revision, rec.Ended
+			if rec.Enqueue == d.Enqueue {
+				next.StoredAt = earlier(rec.StoredAt, next.StoredAt)
+			} else {
+				next.Ended = AddEnded(rec.Ended, rec.Enqueue)
+			}
 		}
 		return Decision{Verdict: Claim, Next: next, Why: why}
 	}
 	switch {
 	case rec == nil:
 		return claim(1, "no record")
+	case rec.Enqueue != d.Enqueue && slices.Contains(rec.Ended, d.Enqueue):
+		return Decision{Verdict: Ack, Why: "a copy of an earlier enqueue of the id, which ended"}
+	case rec.Enqueue != d.Enqueue && d.repeats(rec):
+		return Decision{Verdict: Ack, Why: "a repeat of the id's enqueue within the duplicate window"}
 	case rec.Enqueue != d.Enqueue && rec.State.Terminal():
 		return claim(1, "another enqueue of the id has ended")
 	case rec.Enqueue != d.Enqueue && d.OtherGone:
@@ -144,19 +178,44 @@ func DecideClaim(rec *Record, d Delivery, seen Sighting, run string, lease time.
 		return Decision{Verdict: Ack, Why: "record " + string(rec.State)}
 	case rec.State == Dead:
 		return Decision{Verdict: Term, Why: "record dead"}
+	case rec.State == Running && d.ServerNow.IsZero():
+		return Decision{Verdict: Clock, Why: "held by run " + rec.Run + ": its lease is judged by the server's clock"}
 	case rec.State == Running:
-		if seen.Revision == rec.Revision && seen.For >= rec.Lease {
-			return claim(rec.Attempt+1, "lease of run "+rec.Run+" expired")
+		if age := d.ServerNow.Sub(rec.WrittenAt); age < rec.Lease {
+			return Decision{Verdict: Watch, Wait: rec.Lease - age + WatchSlack, Why: "held by run " + rec.Run}
 		}
-		wait := rec.Lease
-		if seen.Revision == rec.Revision {
-			wait -= seen.For
-		}
-		return Decision{Verdict: Watch, Wait: wait, Why: "held by run " + rec.Run}
+		return claim(rec.Attempt+1, "lease of run "+rec.Run+" expired")
 	case rec.State == Retrying && rec.RetryAt.Sub(now) > RetryTolerance:
 		return Decision{Verdict: Later, Wait: rec.RetryAt.Sub(now), Why: "backoff"}
 	}
 	return claim(rec.Attempt+1, "record "+string(rec.State))
+}
+
+// repeats reports whether d's message was stored within the duplicate window of the
+// message of rec's enqueue: the same id enqueued twice, which the server refuses
+// unless it forgot the first message's id.
+func (d Delivery) repeats(rec *Record) bool {
+	if !d.Dedup || d.Window <= 0 || d.StoredAt.IsZero() || rec.StoredAt.IsZero() {
+		return false
+	}
+	apart := d.StoredAt.Sub(rec.StoredAt)
+	return apart < d.Window && apart > -d.Window
+}
+
+// AddEnded is list, a record's ended enqueues, with enqueue added last, keeping the
+// last MaxEnded; list itself is not changed. Every writer that puts the record of a
+// new enqueue over another's keeps the other's this way (the claim, a cancel).
+func AddEnded(list []string, enqueue string) []string {
+	out := append(slices.Clone(list), enqueue)
+	return out[max(0, len(out)-MaxEnded):]
+}
+
+// earlier is the earlier of two times, a zero one not counting.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // Landed reports whether rec, read after a write of run over revision prev whose

@@ -188,7 +188,7 @@ func (s *sim) write(id string, prev uint64, next Record, seq uint64) (Record, ou
 		s.renewed[next.Run] = s.now
 	}
 	s.revision++
-	next.Revision = s.revision
+	next.Revision, next.WrittenAt = s.revision, time.Time{}.Add(s.now)
 	s.kv[id] = &kvEntry{rec: next, seq: seq}
 	if next.State.Terminal() {
 		s.terminal(id, next)

@@ -14,7 +14,7 @@ import (
 
 // The simulation: a deterministic model of the engine beneath the protocol, driven
 // by a seed, in which workers decide with DecideClaim and Landed. The engine model
-// has what the real one does to workq (DESIGN.md's engine facts):
+// has what the real one does to workq (docs/delivery.md, "Why: the engine forgets"):
 //
 //   - a WorkQueue stream with per-message delivery counts, AckWait redelivery, acks
 //     and progress reports matched by stream sequence (a stale one is accepted);
@@ -200,13 +200,7 @@ type worker struct {
 	cap    int           // handler slots
 	dead   bool
 	frozen time.Duration // frozen until then
-	seen   map[string]seenRev
-	runs   int // run ids made
-}
-
-type seenRev struct {
-	rev   uint64
-	since time.Duration
+	runs   int           // run ids made
 }
 
 // delivery is one delivery a worker holds.
@@ -226,7 +220,7 @@ func newSim(seed int64, mutant string, verbose bool) *sim {
 	s.processes = 2 + s.rng.IntN(3)
 	for i := range s.processes {
 		slots := 1 + s.rng.IntN(3)
-		s.workers = append(s.workers, &worker{n: i, skew: time.Duration(s.rng.IntN(400)-200) * time.Millisecond, slots: slots, cap: slots, seen: map[string]seenRev{}})
+		s.workers = append(s.workers, &worker{n: i, skew: time.Duration(s.rng.IntN(400)-200) * time.Millisecond, slots: slots, cap: slots})
 	}
 	for i := range 10 + s.rng.IntN(20) {
 		j := &job{id: "j" + strconv.Itoa(i), enqueue: "e" + strconv.Itoa(i), runtime: time.Duration(20+s.rng.IntN(400)) * time.Millisecond}
@@ -293,7 +287,7 @@ func (s *sim) faults() {
 				s.logf("worker %d dies", w.n)
 				w.dead = true
 				s.processes++
-				nw := &worker{n: s.processes, skew: w.skew, slots: w.cap, cap: w.cap, seen: map[string]seenRev{}}
+				nw := &worker{n: s.processes, skew: w.skew, slots: w.cap, cap: w.cap}
 				s.at(500*time.Millisecond, func() { s.workers = append(s.workers, nw) })
 			})
 		}

@@ -42,18 +42,9 @@ func (s *sim) handle(d *delivery) {
 		return
 	}
 	w := d.w
-	var seen Sighting
-	if rec != nil {
-		sr, ok := w.seen[d.m.id]
-		if !ok || sr.rev != rec.Revision {
-			sr = seenRev{rev: rec.Revision, since: s.now}
-			w.seen[d.m.id] = sr
-		}
-		seen = Sighting{Revision: sr.rev, For: s.now - sr.since}
-	}
 	w.runs++
 	run := fmt.Sprintf("w%d.%d", w.n, w.runs)
-	dec := s.decide(rec, d, seen, run)
+	dec := s.decide(rec, d, run)
 	s.logf("worker %d, message %d (job %s) count %d: %s (%s)", w.n, d.m.seq, d.m.id, d.count, dec.Verdict, dec.Why)
 	s.seen[dec.Verdict.String()]++
 	if dec.Verdict == Claim && rec != nil && rec.State == Running {
@@ -78,18 +69,15 @@ func (s *sim) handle(d *delivery) {
 			s.ack(d.m)
 		}
 		s.release(d)
-	case Watch:
-		s.progress(d.m)
-		s.at(min(dec.Wait, simHeartbeat), func() { s.step(d, s.handle) })
-	case Later:
+	case Watch, Later:
 		s.nak(d.m, dec.Wait)
 		s.release(d)
 	}
 }
 
 // decide is DecideClaim, or a mutant of it: a rule of the older protocol.
-func (s *sim) decide(rec *Record, d *delivery, seen Sighting, run string) Decision {
-	dl := Delivery{Enqueue: d.m.enqueue, MaxAttempts: simMax}
+func (s *sim) decide(rec *Record, d *delivery, run string) Decision {
+	dl := Delivery{Enqueue: d.m.enqueue, MaxAttempts: simMax, ServerNow: time.Time{}.Add(s.now)}
 	switch s.mutant {
 	case "lazy-first":
 		if d.count == 1 {
@@ -101,7 +89,7 @@ func (s *sim) decide(rec *Record, d *delivery, seen Sighting, run string) Decisi
 			return Decision{Verdict: Claim, Next: Record{State: Running, Attempt: 1, Enqueue: d.m.enqueue, Run: run, Lease: simLease, Revision: rec.Revision}, Why: "another message's record"}
 		}
 	}
-	dec := DecideClaim(rec, dl, seen, run, simLease, time.Time{}.Add(s.now+d.w.skew))
+	dec := DecideClaim(rec, dl, run, simLease, time.Time{}.Add(s.now+d.w.skew))
 	if s.mutant == "count-attempts" && dec.Verdict == Claim {
 		dec.Next.Attempt = d.count
 	}

@@ -174,6 +174,21 @@ func (r *Record) AppendJSON(b []byte) ([]byte, error) {
 	if r.Halted {
 		b = append(b, `,"halted":true`...)
 	}
+	if !r.StoredAt.IsZero() {
+		b = append(b, `,"stored_at":"`...)
+		if b, err = r.StoredAt.AppendText(b); err != nil {
+			return nil, err
+		}
+		b = append(b, '"')
+	}
+	if len(r.Ended) > 0 {
+		b = append(b, `,"ended":`...)
+		for i, e := range r.Ended {
+			b = append(b, "[,"[min(i, 1)])
+			b = appendString(b, e)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}'), nil
 }
 
@@ -243,6 +258,12 @@ func (r *Record) sizeHint() int {
 		}
 	}
 	n += 60 + len(r.SequenceKey) + len(r.After)
+	if !r.StoredAt.IsZero() {
+		n += 50
+	}
+	for _, e := range r.Ended {
+		n += len(e) + 3
+	}
 	if r.Workflow != "" {
 		n += 120 + len(r.Workflow) + len(r.Task)
 		for _, l := range [...][]string{r.Parents, r.Dependents, r.WaitingFor, r.FailedParents} {

@@ -67,6 +67,10 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 		if i%4 == 1 {
 			r.SequenceKey, r.After, r.HaltDead, r.Halted = pick(strs), pick(strs), i%8 == 1, i%12 == 1
 		}
+		if i%3 == 1 {
+			r.StoredAt = pickT()
+			r.Ended = [][]string{nil, {}, {pick(strs)}, {pick(strs), pick(strs)}}[rng.IntN(4)]
+		}
 		switch i % 6 {
 		case 1:
 			r.Message = &Message{Subject: pick(strs)}

@@ -115,6 +115,21 @@ type Record struct {
 	HaltDead    bool   `json:"halt_on_dead,omitempty"` // a predecessor that ends dead halts the key at this job (else it runs)
 	Halted      bool   `json:"halted,omitempty"`       // halted: its predecessor ended dead; it waits for an operator's resume
 
+	// StoredAt is when the server stored the message of the record's enqueue (the
+	// server's clock, from the delivery that claimed it): an enqueue of the same id
+	// stored within the queue's duplicate window of it is a repeat, and never runs,
+	// also when a restarted server forgot the message id that would have refused it.
+	StoredAt time.Time `json:"stored_at,omitzero"`
+	// Ended is the enqueues of this id that the record was of before, oldest first,
+	// the last few (protocol.MaxEnded): a copy of any of them ends without running, whatever
+	// enqueue the record is of now.
+	Ended []string `json:"ended,omitempty"`
+
+	// WrittenAt is when the server stored this revision (the stream leader's clock),
+	// as a read reports it; zero for a record not read. A lease is judged by it
+	// against the same stream's clock. Not part of the document.
+	WrittenAt time.Time `json:"-"`
+
 	// Revision is the KV revision this record was read at or written as; for a claim
 	// it is the job's fencing token. Not part of the document.
 	Revision uint64 `json:"-"`

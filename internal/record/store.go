@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,12 +74,13 @@ func (s Store) Get(ctx context.Context, id string) (r *Record, err error) {
 func (s Store) get(ctx context.Context, id string) (*Record, error) {
 	var value []byte
 	var rev uint64
+	var at time.Time
 	if s.Linearizable {
 		m, err := s.leaderGet(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		value, rev = m.Data, m.Sequence
+		value, rev, at = m.Data, m.Sequence, m.Time
 	} else {
 		e, err := s.KV.Get(ctx, wireid.Encode(id))
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -87,17 +89,41 @@ func (s Store) get(ctx context.Context, id string) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		value, rev = e.Value(), e.Revision()
+		value, rev, at = e.Value(), e.Revision(), e.Created()
 	}
-	return Decode(id, value, rev)
+	r, err := Decode(id, value, rev)
+	if err != nil {
+		return nil, err
+	}
+	r.WrittenAt = at
+	return r, nil
+}
+
+// Now reads the clock of the server that leads the bucket's stream: the clock its
+// records' write times (WrittenAt) come from, so that a lease is judged on one
+// server's clock, never a worker's. One stream info request.
+func (s Store) Now(ctx context.Context) (now time.Time, err error) {
+	err = retry.Do(ctx, func(ctx context.Context) error {
+		st, err := s.JS.Stream(ctx, "KV_"+s.Bucket)
+		if err != nil {
+			return err
+		}
+		now = st.CachedInfo().TimeStamp
+		if now.IsZero() {
+			return fmt.Errorf("job records %s: the server's stream info carries no time", s.Bucket)
+		}
+		return nil
+	})
+	return now, err
 }
 
 // storedMsg is a message as the stream's message-get API returns it.
 type storedMsg struct {
-	Subject  string `json:"subject"`
-	Sequence uint64 `json:"seq"`
-	Header   []byte `json:"hdrs,omitempty"`
-	Data     []byte `json:"data,omitempty"`
+	Subject  string    `json:"subject"`
+	Sequence uint64    `json:"seq"`
+	Header   []byte    `json:"hdrs,omitempty"`
+	Data     []byte    `json:"data,omitempty"`
+	Time     time.Time `json:"time"`
 }
 
 // leaderGet reads the key's last message through the stream's message-get API,
