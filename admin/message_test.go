@@ -73,12 +73,26 @@ func TestJobMessageAndDeadLetter(t *testing.T) {
 		r2, err2 := a.Job(ctx, "msgs", "urgent")
 		return err1 == nil && err2 == nil && r1.State == producer.StateDone && r2.State == producer.StateDead
 	})
-	if _, err := a.JobMessage(ctx, "msgs", "plain"); !errors.Is(err, admin.ErrNotFound) {
-		t.Fatalf("JobMessage of a done job: %v; want ErrNotFound", err)
-	}
-	dl, err := a.DeadLetters(ctx, "msgs", 0, false)
-	if err != nil || len(dl) != 1 {
-		t.Fatalf("DeadLetters: %v, %v", dl, err)
+	// The worker writes the record first and then acks (for plain: the ack removes
+	// its message from the stream) or publishes the dead letter (for urgent): each
+	// comes after the record said so, so wait for it.
+	testenv.Eventually(t, 10*time.Second, "JobMessage of a done job: ErrNotFound", func() bool {
+		_, err := a.JobMessage(ctx, "msgs", "plain")
+		if err != nil && !errors.Is(err, admin.ErrNotFound) {
+			t.Fatalf("JobMessage of a done job: %v; want ErrNotFound", err)
+		}
+		return err != nil
+	})
+	var dl []admin.DeadLetter
+	testenv.Eventually(t, 10*time.Second, "urgent's dead letter", func() bool {
+		dl, err = a.DeadLetters(ctx, "msgs", 0, false)
+		if err != nil {
+			t.Fatalf("DeadLetters: %v", err)
+		}
+		return len(dl) != 0
+	})
+	if len(dl) != 1 {
+		t.Fatalf("DeadLetters: %v; want urgent's only", dl)
 	}
 	d, err := a.DeadLetter(ctx, "msgs", dl[0].Sequence)
 	if err != nil || d.JobID != "urgent" || string(d.Payload) != "p2" || d.Error == "" || d.Header == nil {
