@@ -225,9 +225,16 @@ func TestRolesRunAQueueEndToEnd(t *testing.T) {
 	if r, err := p.Wait(ctx, "flaky"); err != nil || r.State != producer.StateDone {
 		t.Errorf("the producer waits for its job's end (a watch of its record): %+v, %v; want done", r, err)
 	}
-	dead, err := adm.DeadLetters(ctx, "orders", 10, false)
-	if err != nil || len(dead) != 1 || dead[0].JobID != "poison" {
-		t.Fatalf("dead letters %+v, %v; want poison's", dead, err)
+	// The record says dead before the worker publishes the dead letter: wait for it.
+	var dead []admin.DeadLetter
+	testenv.Eventually(t, 10*time.Second, "poison's dead letter", func() bool {
+		if dead, err = adm.DeadLetters(ctx, "orders", 10, false); err != nil {
+			t.Fatalf("dead letters: %v", err)
+		}
+		return len(dead) != 0
+	})
+	if len(dead) != 1 || dead[0].JobID != "poison" {
+		t.Fatalf("dead letters %+v; want poison's", dead)
 	}
 	if st := w.Stats(); st.Reassigned != 0 {
 		t.Errorf("stats %+v: a job was reassigned (a heartbeat failed?)", st)
