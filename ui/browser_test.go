@@ -110,10 +110,27 @@ func (tb *tab) text(sel string) string {
 	return strings.TrimSpace(eval[string](tb, fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent`, sel)))
 }
 
-// click clicks sel and waits for the selector then on the page that follows.
+// click clicks sel, a link or a form's button, waits for the page that follows to
+// load (it must answer 200) and then for the selector then on it.
+//
+// It waits for the navigation itself, not only for then: then may be on the page
+// being left too (a .flash after an earlier action), and a wait for it alone ended
+// at once, with the click's navigation still under way. The Navigate of the next
+// open then raced it: chromedp took the form's redirect, arriving as it started, for
+// its own request, and that request, cancelled by the new navigation, failed the
+// open with net::ERR_ABORTED.
 func (tb *tab) click(sel, then string) {
 	tb.t.Helper()
-	tb.do("click "+sel, chromedp.Click(chromedp.CSS(sel)), chromedp.WaitVisible(chromedp.CSS(then)))
+	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel)))
+	if err != nil {
+		tb.t.Fatalf("click %s: %v", sel, err)
+	}
+	if resp.Status != 200 {
+		tb.t.Fatalf("click %s: the page that followed, %s, answered %d %s", sel, resp.URL, resp.Status, resp.StatusText)
+	}
+	tb.do("click "+sel+": wait for "+then, chromedp.WaitVisible(chromedp.CSS(then)))
 }
 
 // screenshot saves the visible page as name.png in $WORKQ_UI_SCREENSHOTS (the
