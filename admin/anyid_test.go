@@ -119,10 +119,16 @@ func TestAnyTextIsAJobID(t *testing.T) {
 			t.Errorf("the job list %q lacks %q", listed, id)
 		}
 	}
-	// The key was released with u1's end: a new job may take it.
-	if info, err := p.Enqueue(ctx, nil, producer.ID("u3"), producer.Unique(key)); err != nil || info.Duplicate {
-		t.Fatalf("a job with unique key %q after the first ended: %+v, %v", key, info, err)
-	}
+	// The key is released with u1's end: a new job may take it. The worker releases
+	// it, and acks u1's message, after it writes u1's record done; until then the
+	// key still names u1 (a duplicate, which enqueues nothing): wait for the release.
+	testenv.Eventually(t, 10*time.Second, "a job with unique key "+key+" taken after the first ended", func() bool {
+		info, err := p.Enqueue(ctx, nil, producer.ID("u3"), producer.Unique(key))
+		if err != nil || info.Duplicate && info.ID != "u1" {
+			t.Fatalf("a job with unique key %q after the first ended: %+v, %v; want it taken (or, until the release, u1's duplicate)", key, info, err)
+		}
+		return !info.Duplicate
+	})
 	for _, bad := range []string{"a\nb", "\xff"} {
 		if _, err := p.Enqueue(ctx, nil, producer.ID(bad)); !errors.Is(err, producer.ErrInvalidName) {
 			t.Errorf("Enqueue(id %q): %v, want ErrInvalidName", bad, err)
