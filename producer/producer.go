@@ -83,7 +83,7 @@ func New(ctx context.Context, js jetstream.JetStream, queueName string, opts ...
 	}
 	group := groupcommit.For(js, cfg.groupCommit, objs.Stream.CachedInfo().Config.Replicas, objs.AtomicJobs)
 	return &Producer{js: js, names: names, objects: objs, records: records, group: group, cfg: cfg, metrics: m,
-		flows: &workflow.Releaser{Store: records, JS: js, Names: names}}, nil
+		flows: &workflow.Releaser{Store: records, JS: js, Names: names, Stream: objs.Stream}}, nil
 }
 
 // Queue is the queue's name.

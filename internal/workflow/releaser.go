@@ -24,6 +24,9 @@ type Releaser struct {
 	Store record.Store
 	JS    jetstream.JetStream
 	Names queue.Names
+	// Stream is the queue's jobs stream, if the caller has it; else it is looked up
+	// the first time it is needed (SequenceEnded, for a job cancelled while it ran).
+	Stream jetstream.Stream
 
 	mu      sync.Mutex
 	pending map[string]*telling       // by dependent's id: told, not written yet
@@ -59,9 +62,18 @@ const readAtOnce = 8
 // running on to its own dependents. It is idempotent: call it again after an error, or from another
 // process, and it finishes what the first call left. A job that is no workflow's
 // task, or has no dependents, owes nothing.
+//
+// Its caller ends rec: a run of rec, if it had one, is over (rec's worker settled it,
+// or a later delivery of its message found its record ended).
 func (r *Releaser) Ended(ctx context.Context, rec *record.Record) error {
+	return r.ended(ctx, rec, rec.ID)
+}
+
+// ended is Ended, in the course of the end of job over (rec's own, or the job whose
+// end cascades to rec): over's run, if it had one, is over (see sequenceEnded).
+func (r *Releaser) ended(ctx context.Context, rec *record.Record, over string) error {
 	if rec.Workflow == "" && rec.SequenceKey != "" {
-		return r.endedInSequence(ctx, rec)
+		return r.endedInSequence(ctx, rec, over)
 	}
 	if rec.Workflow == "" || len(rec.Dependents) == 0 {
 		return nil
@@ -86,7 +98,7 @@ func (r *Releaser) Ended(ctx context.Context, rec *record.Record) error {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			id := TaskID(rec.Workflow, d)
-			if err := r.TellJob(ctx, id, rec.Task, failed, read[id]); err != nil {
+			if err := r.tellJob(ctx, id, rec.Task, failed, read[id], over); err != nil {
 				errs[i] = fmt.Errorf("workflow %s: %w", rec.Workflow, err)
 			}
 		})
@@ -100,6 +112,11 @@ func (r *Releaser) Ended(ctx context.Context, rec *record.Record) error {
 // (failed: dead, or for a task also cancelled), then finishes its release or its
 // cancel. read is its record as read ahead, or nil. Telling is idempotent.
 func (r *Releaser) TellJob(ctx context.Context, id, parent string, failed bool, read *record.Record) error {
+	return r.tellJob(ctx, id, parent, failed, read, parent)
+}
+
+// tellJob is TellJob in the course of the end of job over (see ended).
+func (r *Releaser) tellJob(ctx context.Context, id, parent string, failed bool, read *record.Record, over string) error {
 	dep, err := r.tell(ctx, id, parent, failed, read)
 	if err != nil {
 		return fmt.Errorf("telling job %s that %s ended: %w", id, parent, err)
@@ -111,10 +128,14 @@ func (r *Releaser) TellJob(ctx context.Context, id, parent string, failed bool, 
 		// Released, by this write or an earlier one whose teller may have died
 		// before it published: publishing again is one job all the same.
 		return r.Release(ctx, dep)
-	case dep.State == record.Cancelled:
-		// Cancelled, for a failed parent or by an operator: its own dependents are
-		// told (again: telling is idempotent), as its teller may have died first.
-		return r.Ended(ctx, dep)
+	case dep.State == record.Cancelled && dep.Attempt == 0:
+		// Cancelled before it was ever claimed, for a failed parent or by an
+		// operator: its own dependents are told (again: telling is idempotent), as
+		// its teller may have died first. One cancelled after a claim is told about
+		// again only when a parent's end is told twice; its own end tells its
+		// dependents — after its run, if it was cancelled as it ran, which may go on
+		// now: it is not for this telling to release them beside it.
+		return r.ended(ctx, dep, over)
 	}
 	return nil // waiting still, or claimed: its message was published
 }
@@ -259,6 +280,36 @@ func (r *Releaser) Release(ctx context.Context, dep *record.Record) error {
 		return fmt.Errorf("job %s: releasing its message: %w", dep.ID, err)
 	}
 	return nil
+}
+
+// inQueue reports whether the queue's jobs stream holds message seq.
+func (r *Releaser) inQueue(ctx context.Context, seq uint64) (bool, error) {
+	r.mu.Lock()
+	s := r.Stream
+	r.mu.Unlock()
+	if s == nil {
+		err := retry.Do(ctx, func(ctx context.Context) error {
+			var err error
+			s, err = r.JS.Stream(ctx, r.Names.Stream)
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+		r.mu.Lock()
+		r.Stream = s
+		r.mu.Unlock()
+	}
+	in := false
+	err := retry.Do(ctx, func(ctx context.Context) error {
+		_, err := s.GetMsg(ctx, seq)
+		in = err == nil
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		return err
+	})
+	return in, err
 }
 
 // validTarget reports whether subject is one of job id's job subjects.

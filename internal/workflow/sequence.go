@@ -61,15 +61,35 @@ func ReadLink(ctx context.Context, s record.Store, key string) (l *Link, rev uin
 }
 
 // SequenceEnded reports whether sequence job rec has ended for the job after it, and
-// whether it died. A job ends for its successor when its record does, except one
-// cancelled while it waited for the job before it: the key's order holds through it,
-// so it ends when that one does (and died if that one died).
+// whether it died, as seen by one that does not end it (the enqueue of the job after
+// it). A job ends for its successor when its record does, except:
+//
+//   - one cancelled while it waited for the job before it: the key's order holds
+//     through it, so it ends when that one does (and died if that one died);
+//   - one cancelled while it ran: its run goes on until its worker sees the cancel
+//     and its handler returns, and only then does its worker tell its successor and
+//     remove its message (a worker that died leaves both to the message's next
+//     delivery). So while its message is in the queue it has not ended.
 func (r *Releaser) SequenceEnded(ctx context.Context, rec *record.Record) (ended, dead bool, err error) {
+	return r.sequenceEnded(ctx, rec, "")
+}
+
+// sequenceEnded is SequenceEnded asked in the course of the end of job over (Ended:
+// its worker's settle, a later delivery of its message, its cancel while it did not
+// run, and what that end cascades to), whose run, if it had one, is over: over's
+// message is not looked at, only those of other jobs rec waited for.
+func (r *Releaser) sequenceEnded(ctx context.Context, rec *record.Record, over string) (ended, dead bool, err error) {
 	for range 1 << 16 {
 		switch {
 		case !rec.State.Terminal():
 			return false, false, nil
 		case rec.State != record.Cancelled || len(rec.WaitingFor) == 0 || rec.After == "":
+			if rec.ID != over {
+				running, err := r.runGoesOn(ctx, rec)
+				if err != nil || running {
+					return false, false, err
+				}
+			}
 			return true, rec.State == record.Dead, nil
 		}
 		prev, err := r.Store.Get(ctx, rec.After)
@@ -84,39 +104,67 @@ func (r *Releaser) SequenceEnded(ctx context.Context, rec *record.Record) (ended
 	return false, false, fmt.Errorf("sequence %q: more than 65536 cancelled jobs in a row", rec.SequenceKey)
 }
 
+// runGoesOn reports whether rec, a record that has ended, may be of a run that goes
+// on: a job cancelled after a claim whose message is still in the queue (see
+// SequenceEnded). A job cancelled before any claim (its message in its record, or
+// published and never claimed) never ran.
+func (r *Releaser) runGoesOn(ctx context.Context, rec *record.Record) (bool, error) {
+	if rec.State != record.Cancelled || rec.Attempt == 0 || rec.Sequence == 0 {
+		return false, nil
+	}
+	in, err := r.inQueue(ctx, rec.Sequence)
+	if err != nil {
+		return false, fmt.Errorf("sequence %q: looking for the message of job %s, cancelled: %w", rec.SequenceKey, rec.ID, err)
+	}
+	return in, nil
+}
+
 // endedInSequence tells the successor of rec, a sequence's job that ended, that it
 // did (SequenceEnded): a job that died fails it (the key halts there if the
-// successor says so), a job done or cancelled lets it go. Then the links that named
-// rec go: its successor link, and the key's tail if rec is still the last job and
-// did not die (a dead last job's tail stays for the next enqueue to see). Both reads
-// come after rec's terminal write, so a successor enqueued before it is found here,
-// and one enqueued after it finds rec ended (Producer's enqueue tells it then).
-func (r *Releaser) endedInSequence(ctx context.Context, rec *record.Record) error {
+// successor says so), a job done or cancelled lets it go. The links that named rec
+// go: the key's tail if rec is still the last job and did not die (a dead last job's
+// tail stays for the next enqueue to see), then its successor link, after the
+// successor is told. Both reads come after rec's terminal write, so a successor
+// enqueued before it is found here, and one enqueued after it finds rec ended
+// (Producer's enqueue tells it then).
+//
+// The tail goes first for a job cancelled while it ran, whose terminal write (the
+// cancel) came before its run ended: an enqueue that found it cancelled, its
+// message still in the queue, links its job to it (SequenceEnded) by a batch that
+// expects the tail it read, naming rec. Either the batch lands before the tail's
+// removal, which then finds the tail moved and the successor's link here, or the
+// removal lands first and the batch is refused: the enqueue reads again and finds
+// no job before its own.
+func (r *Releaser) endedInSequence(ctx context.Context, rec *record.Record, over string) error {
 	if !rec.State.Terminal() {
 		return fmt.Errorf("sequence %q: job %s has not ended (%s)", rec.SequenceKey, rec.ID, rec.State)
 	}
-	ended, dead, err := r.SequenceEnded(ctx, rec)
+	ended, dead, err := r.sequenceEnded(ctx, rec, over)
 	if err != nil || !ended {
 		return err // the job before it tells it when it ends, and this runs again
+	}
+	if !dead {
+		// A dead last job's tail stays, so that a job enqueued next with HaltOnDead
+		// halts there (until the record expires).
+		tail, tailRev, err := ReadLink(ctx, r.Store, TailKey(rec.SequenceKey))
+		if err != nil {
+			return fmt.Errorf("sequence %q: reading its tail: %w", rec.SequenceKey, err)
+		}
+		if tail != nil && tail.Job == rec.ID {
+			if err := r.Store.DeleteKey(ctx, TailKey(rec.SequenceKey), tailRev); err != nil {
+				return fmt.Errorf("sequence %q: removing its tail: %w", rec.SequenceKey, err)
+			}
+		}
 	}
 	next, nextRev, err := ReadLink(ctx, r.Store, NextKey(rec.SequenceKey, rec.ID))
 	if err != nil {
 		return fmt.Errorf("sequence %q: reading the successor of job %s: %w", rec.SequenceKey, rec.ID, err)
 	}
-	if next != nil {
-		if err := r.TellJob(ctx, next.Job, rec.ID, dead, nil); err != nil {
-			return fmt.Errorf("sequence %q: %w", rec.SequenceKey, err)
-		}
-		return r.Store.DeleteKey(ctx, NextKey(rec.SequenceKey, rec.ID), nextRev)
-	}
-	if dead {
-		// The key's last job died: the tail stays, so that a job enqueued next with
-		// HaltOnDead halts there (until the record expires).
+	if next == nil {
 		return nil
 	}
-	tail, tailRev, err := ReadLink(ctx, r.Store, TailKey(rec.SequenceKey))
-	if err != nil || tail == nil || tail.Job != rec.ID {
-		return err
+	if err := r.tellJob(ctx, next.Job, rec.ID, dead, nil, over); err != nil {
+		return fmt.Errorf("sequence %q: %w", rec.SequenceKey, err)
 	}
-	return r.Store.DeleteKey(ctx, TailKey(rec.SequenceKey), tailRev)
+	return r.Store.DeleteKey(ctx, NextKey(rec.SequenceKey, rec.ID), nextRev)
 }
