@@ -45,9 +45,12 @@ func (w *Worker) lostClaim(j *Job, cause error, why string) {
 		c()
 	}
 	if errors.Is(cause, ErrCancelled) {
-		if t := j.task(); t != nil && t.Workflow != "" {
-			// The canceller tells the task's dependents before it removes the
-			// message; one that died first left that to this delivery.
+		if t := j.task(); t != nil {
+			// The run has ended (its handler returned): what waits for the job — the
+			// next job of its sequence, a workflow task's dependents — is told now,
+			// before the message goes. The cancel of a running job leaves that to
+			// this settle (telling then would start them beside the run), or, if this
+			// worker dies first, to the message's next delivery.
 			c := *t
 			c.State = record.Cancelled
 			if !w.tellDependents(context.Background(), j, &c) {
@@ -62,7 +65,8 @@ func (w *Worker) lostClaim(j *Job, cause error, why string) {
 
 // dropCancelled ends a delivery of a cancelled job: it is terminated, so that the
 // server does not deliver it again (the cancel removed the message already, unless it
-// could not), and counted; how says whether a run was stopped or never started.
+// could not, or the job was running and something waits for its end), and counted;
+// how says whether a run was stopped or never started.
 func (w *Worker) dropCancelled(j *Job, how string) {
 	w.releaseUnique(context.Background(), j) // tidiness: producers see the cancelled record anyway
 	j.lease.stop()

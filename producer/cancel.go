@@ -24,9 +24,14 @@ import (
 //     the server fires it as Cancel runs (the worker that gets it drops it);
 //   - queued or retrying: its message is removed from the queue, and it never runs
 //     (again), also when a worker has it already;
-//   - running: its message is removed, and the handler's context ends with a cause
-//     matching consumer.ErrCancelled at the worker's next heartbeat (a third of
-//     AckWait by default); its result is never committed and it is not retried.
+//   - running: the handler's context ends with a cause matching
+//     consumer.ErrCancelled at the worker's next heartbeat (a third of AckWait by
+//     default); its result is never committed and it is not retried. Its message is
+//     removed, but that of a sequence's job or of a workflow task with dependents
+//     stays until the run has ended: what waits for the job (the next job of its
+//     sequence, a dependent that runs when a parent failed) starts only then, told
+//     by the worker once the handler returned — or, if that worker died, by the
+//     next delivery of the message, after AckWait.
 //
 // The record is written first, by compare-and-set over the job's current record, so a
 // job is never both cancelled and committed: the worker's claim and commit are
@@ -72,7 +77,15 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 			if err != nil {
 				return nil, err
 			}
-			if c.Workflow != "" || c.SequenceKey != "" {
+			switch {
+			case prev.State == record.Running && owesEnd(&c):
+				// Its run goes on until its worker sees the cancel and its handler
+				// returns: that worker tells what waits for it then, and removes the
+				// message; one that died leaves both to the message's next delivery,
+				// which finds this record. Telling now would start them beside the
+				// run.
+				return &c, nil
+			case c.Workflow != "" || c.SequenceKey != "":
 				return &c, p.cancelTask(ctx, &c)
 			}
 			return &c, p.removeMessage(ctx, c.Sequence)
@@ -119,13 +132,19 @@ func (p *Producer) cancel(ctx context.Context, id string) (*record.Record, error
 	return nil, fmt.Errorf("job %s: its record kept changing", id)
 }
 
-// cancelTask finishes the cancel of workflow task or sequence job c: its dependents
-// are told (a task's cancelled, unless they run when a parent failed; a sequence's
-// next job released) before its messages go, so that a
-// cancel cut short leaves its message to the worker that gets it, which tells them
-// then. A task whose record was written before its message (every task waits or is
-// queued so until a worker claims it) names no sequence: its job subjects are purged
-// (a waiting task's message is in its record only).
+// owesEnd reports whether the end of job c owes anything to other jobs: the next
+// job of its sequence, or a workflow task's dependents.
+func owesEnd(c *record.Record) bool {
+	return c.SequenceKey != "" || c.Workflow != "" && len(c.Dependents) > 0
+}
+
+// cancelTask finishes the cancel of workflow task or sequence job c, which was not
+// running (waiting, queued, retrying): its dependents are told (a task's cancelled,
+// unless they run when a parent failed; a sequence's next job released) before its
+// messages go, so that a cancel cut short leaves its message to the worker that gets
+// it, which tells them then. A task whose record was written before its message
+// (every task waits or is queued so until a worker claims it) names no sequence: its
+// job subjects are purged (a waiting task's message is in its record only).
 func (p *Producer) cancelTask(ctx context.Context, c *record.Record) error {
 	if err := p.flows.Ended(ctx, c); err != nil {
 		return fmt.Errorf("job cancelled, but its dependent tasks were not all told: %w", err)
