@@ -17,15 +17,18 @@ import (
 // back and its next delivery tells again, from the start), writes land with their
 // reply lost (the teller reads again and tells again), several parents tell one
 // dependent at once, parents die or are cancelled, and dependents run if a parent
-// failed or are cancelled with it. The releaser's steps are modelled as
-// releaser.go takes them: read, Tell, compare-and-set, then finish what a write
+// failed or are cancelled with it. A task is also cancelled now and then while it
+// runs: its record says cancelled at once, its run goes on, and its worker tells its
+// dependents when the run ends (producer.Cancel leaves that to it). The releaser's
+// steps are modelled as releaser.go takes them: read, Tell, compare-and-set, then finish what a write
 // started, in a step of its own (a teller may die in between): publish the message
-// kept in a released task's record, or tell a cancelled task's own dependents.
+// kept in a released task's record, or tell the own dependents of a task cancelled
+// before it was ever claimed.
 //
 // Every history is checked: a task is released (or cancelled for a failed parent) by
-// one write only; it is released only once every parent has ended, and runs only
-// once released; no task waits for a parent that has ended once the tellers are done;
-// and every task ends.
+// one write only; it is released only once every parent has ended, and the run of a
+// parent cancelled as it ran too, and runs only once released; no task waits for a
+// parent that has ended once the tellers are done; and every task ends.
 //
 // go test ./internal/workflow -run TestReleaseSimulation -wfseeds 100000 runs more.
 
@@ -45,6 +48,7 @@ type simTask struct {
 	name     string
 	queued   bool // its message is on its job subject
 	ended    bool // it ended (done, dead or cancelled): its record says so
+	goes     bool // cancelled while it ran, and its run goes on: its handler has not returned
 	released int  // writes that took it out of waiting
 	runs     int
 }
@@ -123,10 +127,11 @@ func (s *releaseSim) put(r *record.Record) {
 func (s *releaseSim) run() error {
 	for step := 0; step < 100000; step++ {
 		s.now = s.now.Add(time.Millisecond)
-		// What can happen now: a queued task runs and ends; a teller takes a step.
+		// What can happen now: a queued task runs and ends (or is cancelled as it
+		// runs); the run of a task cancelled as it ran ends; a teller takes a step.
 		var runnable []string
 		for _, name := range s.order {
-			if t := s.tasks[name]; t.queued && !t.ended {
+			if t := s.tasks[name]; t.queued && !t.ended || t.goes {
 				runnable = append(runnable, name)
 			}
 		}
@@ -134,7 +139,15 @@ func (s *releaseSim) run() error {
 			return s.check()
 		}
 		if len(runnable) > 0 && (len(s.tellers) == 0 || s.rng.IntN(3) == 0) {
-			if err := s.runTask(runnable[s.rng.IntN(len(runnable))]); err != nil {
+			name := runnable[s.rng.IntN(len(runnable))]
+			if t := s.tasks[name]; t.goes {
+				// Its handler returns: its worker settles the cancelled run and tells
+				// its dependents (its message stays until then).
+				t.goes = false
+				s.tellers = append(s.tellers, &teller{parent: name, failed: true, crashes: true})
+				continue
+			}
+			if err := s.runTask(name); err != nil {
 				return err
 			}
 			continue
@@ -147,31 +160,38 @@ func (s *releaseSim) run() error {
 	return fmt.Errorf("no end after 100000 steps")
 }
 
-// runTask runs a released task to its end: done mostly, dead or cancelled now and
-// then; its worker then tells its dependents.
+// runTask runs a released task (its claim counts an attempt) to its end: done
+// mostly, dead or cancelled now and then; its worker then tells its dependents. Now
+// and then it is cancelled while it runs instead: its record ends, its run goes on
+// (run ends it later), and nobody tells its dependents until then.
 func (s *releaseSim) runTask(name string) error {
 	t, r := s.tasks[name], s.recs[name]
 	if r.State != record.Queued {
 		return fmt.Errorf("task %s runs with its record %s", name, r.State)
 	}
 	for _, p := range r.Parents {
-		if !s.tasks[p].ended {
+		if !s.tasks[p].ended || s.tasks[p].goes {
 			return fmt.Errorf("task %s runs before its parent %s ended", name, p)
 		}
 	}
 	t.runs++
 	end := *r
+	end.Attempt++
 	switch s.rng.IntN(10) {
 	case 0:
 		end.State = record.Dead
 	case 1:
 		end.State = record.Cancelled
+	case 2:
+		end.State, t.goes = record.Cancelled, true
 	default:
 		end.State = record.Done
 	}
 	s.put(&end)
 	t.ended = true
-	s.tellers = append(s.tellers, &teller{parent: name, failed: end.State != record.Done, crashes: true})
+	if !t.goes {
+		s.tellers = append(s.tellers, &teller{parent: name, failed: end.State != record.Done, crashes: true})
+	}
 	return nil
 }
 
@@ -202,10 +222,11 @@ func (s *releaseSim) stepTeller(i int) error {
 		switch {
 		case cur.State == record.Queued && cur.Attempt == 0 && !dt.ended:
 			dt.queued = true // its message is published (again, maybe: one job all the same)
-		case cur.State == record.Cancelled:
-			// Cancelled (for a failed parent, by this write or an earlier teller's that
-			// died before it finished): its dependents are told, in this teller's
-			// process.
+		case cur.State == record.Cancelled && cur.Attempt == 0:
+			// Cancelled before any claim (for a failed parent, by this write or an
+			// earlier teller's that died before it finished): its dependents are told,
+			// in this teller's process. One cancelled after its claim (a parent's end
+			// told twice finds it) is its own run's to tell.
 			dt.ended = true
 			s.tellers = append(s.tellers, &teller{parent: dep, failed: true, owner: tl})
 		}
@@ -232,6 +253,9 @@ func (s *releaseSim) stepTeller(i int) error {
 			for _, p := range next.Parents {
 				if !s.tasks[p].ended {
 					return fmt.Errorf("task %s released before its parent %s ended", dep, p)
+				}
+				if s.tasks[p].goes {
+					return fmt.Errorf("task %s released while the run of its parent %s, cancelled, goes on", dep, p)
 				}
 			}
 		}
