@@ -111,14 +111,7 @@ func (c *runClock) startedAfterEnd(t *testing.T, next, cancelled string) {
 // message leaves the queue once its run has ended.
 func emptyStream(t *testing.T, js jetstream.JetStream, q string) {
 	t.Helper()
-	testenv.Eventually(t, 15*time.Second, "the jobs stream to empty", func() bool {
-		s, err := js.Stream(testenv.Context(t, 5*time.Second), "WORKQ_"+q)
-		if err != nil {
-			return false
-		}
-		si, err := s.Info(testenv.Context(t, 5*time.Second))
-		return err == nil && si.State.Msgs == 0
-	})
+	testenv.Eventually(t, 15*time.Second, "the jobs stream to empty", func() bool { return qaStreamMsgs(t, js, "WORKQ_"+q) == 0 })
 }
 
 // A sequence's job cancelled while it runs holds its key until its handler returns,
