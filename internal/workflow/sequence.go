@@ -105,11 +105,10 @@ func (r *Releaser) sequenceEnded(ctx context.Context, rec *record.Record, over s
 }
 
 // runGoesOn reports whether rec, a record that has ended, may be of a run that goes
-// on: a job cancelled after a claim whose message is still in the queue (see
-// SequenceEnded). A job cancelled before any claim (its message in its record, or
-// published and never claimed) never ran.
+// on: a job cancelled after a claim (cancelledClaimed) whose message is still in the
+// queue (see SequenceEnded).
 func (r *Releaser) runGoesOn(ctx context.Context, rec *record.Record) (bool, error) {
-	if rec.State != record.Cancelled || rec.Attempt == 0 || rec.Sequence == 0 {
+	if !cancelledClaimed(rec) {
 		return false, nil
 	}
 	in, err := r.inQueue(ctx, rec.Sequence)
@@ -119,22 +118,29 @@ func (r *Releaser) runGoesOn(ctx context.Context, rec *record.Record) (bool, err
 	return in, nil
 }
 
+// cancelledClaimed reports whether rec is of a job cancelled after a claim: it may
+// have been cancelled as it ran. One cancelled before any claim (its message in its
+// record, or published and never claimed) never ran.
+func cancelledClaimed(rec *record.Record) bool {
+	return rec.State == record.Cancelled && rec.Attempt > 0 && rec.Sequence != 0
+}
+
 // endedInSequence tells the successor of rec, a sequence's job that ended, that it
 // did (SequenceEnded): a job that died fails it (the key halts there if the
-// successor says so), a job done or cancelled lets it go. The links that named rec
-// go: the key's tail if rec is still the last job and did not die (a dead last job's
-// tail stays for the next enqueue to see), then its successor link, after the
-// successor is told. Both reads come after rec's terminal write, so a successor
-// enqueued before it is found here, and one enqueued after it finds rec ended
-// (Producer's enqueue tells it then).
+// successor says so), a job done or cancelled lets it go. Then the links that named
+// rec go: its successor link, and the key's tail if rec is still the last job and
+// did not die (a dead last job's tail stays for the next enqueue to see). Both reads
+// come after rec's terminal write, so a successor enqueued before it is found here,
+// and one enqueued after it finds rec ended (Producer's enqueue tells it then).
 //
-// The tail goes first for a job cancelled while it ran, whose terminal write (the
-// cancel) came before its run ended: an enqueue that found it cancelled, its
-// message still in the queue, links its job to it (SequenceEnded) by a batch that
-// expects the tail it read, naming rec. Either the batch lands before the tail's
-// removal, which then finds the tail moved and the successor's link here, or the
-// removal lands first and the batch is refused: the enqueue reads again and finds
-// no job before its own.
+// A job cancelled after a claim is the exception: its terminal write (the cancel)
+// may have come before its run ended, and an enqueue that found it cancelled, its
+// message still in the queue, links its job to it (SequenceEnded) after that write,
+// by a batch that expects the tail it read, naming rec. Its tail goes first then,
+// before the successor link is read: either the batch lands before the tail's
+// removal, which then finds the tail moved and the link is found after it, or the
+// removal lands first and the batch is refused (the enqueue reads again and finds no
+// job before its own).
 func (r *Releaser) endedInSequence(ctx context.Context, rec *record.Record, over string) error {
 	if !rec.State.Terminal() {
 		return fmt.Errorf("sequence %q: job %s has not ended (%s)", rec.SequenceKey, rec.ID, rec.State)
@@ -143,28 +149,36 @@ func (r *Releaser) endedInSequence(ctx context.Context, rec *record.Record, over
 	if err != nil || !ended {
 		return err // the job before it tells it when it ends, and this runs again
 	}
-	if !dead {
-		// A dead last job's tail stays, so that a job enqueued next with HaltOnDead
-		// halts there (until the record expires).
-		tail, tailRev, err := ReadLink(ctx, r.Store, TailKey(rec.SequenceKey))
-		if err != nil {
-			return fmt.Errorf("sequence %q: reading its tail: %w", rec.SequenceKey, err)
-		}
-		if tail != nil && tail.Job == rec.ID {
-			if err := r.Store.DeleteKey(ctx, TailKey(rec.SequenceKey), tailRev); err != nil {
-				return fmt.Errorf("sequence %q: removing its tail: %w", rec.SequenceKey, err)
-			}
+	tailFirst := cancelledClaimed(rec)
+	if tailFirst {
+		if err := r.dropTail(ctx, rec); err != nil {
+			return err
 		}
 	}
 	next, nextRev, err := ReadLink(ctx, r.Store, NextKey(rec.SequenceKey, rec.ID))
 	if err != nil {
 		return fmt.Errorf("sequence %q: reading the successor of job %s: %w", rec.SequenceKey, rec.ID, err)
 	}
-	if next == nil {
+	if next != nil {
+		if err := r.tellJob(ctx, next.Job, rec.ID, dead, nil, over); err != nil {
+			return fmt.Errorf("sequence %q: %w", rec.SequenceKey, err)
+		}
+		return r.Store.DeleteKey(ctx, NextKey(rec.SequenceKey, rec.ID), nextRev)
+	}
+	if dead || tailFirst {
+		// Dropped already; or the key's last job died, and the tail stays, so that a
+		// job enqueued next with HaltOnDead halts there (until the record expires).
 		return nil
 	}
-	if err := r.tellJob(ctx, next.Job, rec.ID, dead, nil, over); err != nil {
-		return fmt.Errorf("sequence %q: %w", rec.SequenceKey, err)
+	return r.dropTail(ctx, rec)
+}
+
+// dropTail removes the key's tail of rec, a job that ended and did not die, if it
+// still names rec.
+func (r *Releaser) dropTail(ctx context.Context, rec *record.Record) error {
+	tail, tailRev, err := ReadLink(ctx, r.Store, TailKey(rec.SequenceKey))
+	if err != nil || tail == nil || tail.Job != rec.ID {
+		return err
 	}
-	return r.Store.DeleteKey(ctx, NextKey(rec.SequenceKey, rec.ID), nextRev)
+	return r.Store.DeleteKey(ctx, TailKey(rec.SequenceKey), tailRev)
 }
