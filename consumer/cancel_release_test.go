@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
@@ -295,5 +296,73 @@ func TestSequenceCancelRunningWorkerDies(t *testing.T) {
 		t.Errorf("a ran %d times; want once, on A", runs)
 	}
 	testenv.Eventually(t, 10*time.Second, "B to drop a's delivery as cancelled", func() bool { return wB.Stats().Cancelled == 1 })
+	emptyStream(t, js, q)
+}
+
+// The run of a sequence's job cancelled as it runs may go on after the cancel, and
+// the next job of its key waits for it all the same:
+//
+//   - key "long": l1's handler finishes a step of 3 s before it looks at its context,
+//     past AckWait (2 s). Its worker goes on reporting progress for the delivery after
+//     the cancel, so the server does not send it again; l2 starts after l1 returned.
+//     Fails with the worker ending its progress reports when its renewal finds the
+//     cancel: the message comes back after AckWait, and that delivery releases l2.
+//   - key "copy": c1 goes on for 1 s after it sees the cancel, and a copy of its
+//     message reaches a worker meanwhile (stored again, as a server that forgot the
+//     delivery sends it). The copy is put back until a lease (AckWait) has passed
+//     since the cancel, by when the run has ended; c2 starts after c1 returned.
+//     Fails with a copy of a job cancelled after a claim acked (and its successor
+//     told) at once.
+func TestSequenceCancelledRunHoldsItsKeyUntilItEnds(t *testing.T) {
+	t.Parallel()
+	js := testenv.Start(t).JetStream(t)
+	const q = "seq-cancel-long"
+	c := newRunClock()
+	c.hold["l1"] = 3 * time.Second
+	c.hold["c1"] = time.Second
+	p := newProducer(t, js, q)
+	w := newWorker(t, js, q, c, consumer.AckWait(2*time.Second), consumer.Concurrency(4))
+	runWorker(t, w)
+	ctx := testenv.Context(t, 60*time.Second)
+	for _, id := range []string{"l1", "l2", "c1", "c2"} {
+		if _, err := p.Enqueue(ctx, nil, producer.ID(id), producer.Sequence(id[:1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"l1", "c1"} {
+		testenv.Eventually(t, 10*time.Second, id+"'s claim", func() bool { return status(t, p, id).State == producer.StateRunning })
+	}
+	if _, err := p.Cancel(ctx, "l1"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := p.Cancel(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The copy: c1's message as stored, stored again.
+	stream, err := js.Stream(ctx, "WORKQ_"+q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := stream.GetMsg(ctx, rec.Sequence)
+	if err != nil {
+		t.Fatalf("c1's message %d, cancelled as it ran: %v (it stays until the run has ended)", rec.Sequence, err)
+	}
+	copyMsg := &nats.Msg{Subject: m.Subject, Data: m.Data, Header: nats.Header{}}
+	for k, v := range m.Header {
+		if k != "Nats-Msg-Id" {
+			copyMsg.Header[k] = v
+		}
+	}
+	if _, err := js.PublishMsg(ctx, copyMsg); err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, p, []string{"l2", "c2"})
+	for _, k := range []string{"l", "c"} {
+		c.startedAfterEnd(t, k+"2", k+"1")
+		if _, _, runs := c.times(k + "1"); runs != 1 {
+			t.Errorf("%s1 ran %d times, want once", k, runs)
+		}
+	}
 	emptyStream(t, js, q)
 }

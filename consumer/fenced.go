@@ -55,12 +55,20 @@ func (w *Worker) writeClaim(ctx context.Context, j *Job, change func(next *recor
 // renew renews a running job's claim, beside a progress report: the same record
 // written again, which moves its revision, so that other workers see the claim alive
 // (a claim whose revision stands unchanged for its lease is taken over). A claim found
-// lost cancels the handler (writeClaim) and ends the progress reports. It gets up to
-// half of what is left of AckWait after a heartbeat, and never less than the interval.
+// lost cancels the handler (writeClaim) and ends the renewals. The progress reports
+// end too when another run took the job (the delivery is that run's now); after a
+// cancel they go on until the run has settled, so that the message is not sent again
+// while the handler still runs: what waits for the job (the next job of its sequence)
+// is told when it returns. It gets up to half of what is left of AckWait after a
+// heartbeat, and never less than the interval.
 func (w *Worker) renew(j *Job) {
 	ctx, c := context.WithTimeout(context.Background(), max(w.cfg.heartbeat, (w.cfg.ackWait-w.cfg.heartbeat)/2))
 	defer c()
 	if err := w.writeClaim(ctx, j, nil); errors.Is(err, record.ErrConflict) {
+		if j.cancelledRun() {
+			j.lease.watch(nil)
+			return
+		}
 		j.lease.stop()
 	}
 }

@@ -157,6 +157,13 @@ func (j *Job) FencingToken(ctx context.Context) (uint64, error) {
 
 // loseLocked marks the job lost and cancels its handler with cause (ErrStale, or
 // ErrCancelled). j.mu is held.
+// cancelledRun reports whether the run lost its claim to a cancel of the job.
+func (j *Job) cancelledRun() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.lost && errors.Is(j.lostErr, ErrCancelled)
+}
+
 func (j *Job) loseLocked(cause error) {
 	j.lost, j.lostErr = true, cause
 	if j.cancel != nil {

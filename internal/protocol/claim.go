@@ -129,7 +129,9 @@ const WatchSlack = 25 * time.Millisecond
 //   - A live record of another enqueue: later, until that one ends.
 //   - A record of this enqueue that is terminal ends the copy: done and cancelled are
 //     acked, dead is termed; it never runs, whatever the copy's delivery count, message
-//     id or sequence.
+//     id or sequence. A job cancelled after a claim is acked only a lease after the
+//     cancel (by the server's clock, Clock until read): its run may go on until then,
+//     and the ack tells what waits for the job.
 //   - Running, held by another run: judged by the server's clock (Clock until it is
 //     read), watched until its revision is a lease old, then taken over (attempt + 1).
 //     No worker's memory or clock takes part: any worker, a fresh one too, takes over
@@ -174,6 +176,19 @@ func DecideClaim(rec *Record, d Delivery, run string, lease time.Duration, now t
 		// Its message is held until its last parent ends, and the release writes
 		// it queued first: a copy seen now is put back until then.
 		return Decision{Verdict: Later, Wait: max(rec.Lease, time.Second), Why: "waiting for its parent tasks"}
+	case rec.State == Cancelled && rec.Attempt > 0 && rec.Run != "":
+		// Cancelled after a claim, maybe as it ran: the run may go on until its
+		// worker sees the cancel and its handler returns, and that worker settles
+		// it. A copy (a server that forgot the delivery sent it again) ends it only
+		// once a lease has passed since the cancel, by the server's clock: what
+		// waits for the job must not start beside the run.
+		if d.ServerNow.IsZero() {
+			return Decision{Verdict: Clock, Why: "cancelled after run " + rec.Run + "'s claim: judged by the server's clock"}
+		}
+		if age := d.ServerNow.Sub(rec.WrittenAt); age < rec.Lease {
+			return Decision{Verdict: Watch, Wait: rec.Lease - age + WatchSlack, Why: "cancelled as run " + rec.Run + " may still go on"}
+		}
+		return Decision{Verdict: Ack, Why: "record cancelled, a lease ago"}
 	case rec.State == Done, rec.State == Cancelled:
 		return Decision{Verdict: Ack, Why: "record " + string(rec.State)}
 	case rec.State == Dead:
