@@ -53,34 +53,57 @@ func TestBrowserDashboardCharts(t *testing.T) {
 	// Traffic while a job fails twice, on two workers, and is done on a third: reports
 	// wait (no worker); renders come in a burst faster than their worker runs them, a
 	// backlog that grows, then drains as they slow down.
+	//
+	// Each queue's jobs keep to a schedule, due: every tick enqueues the jobs that
+	// have come due since the last, in one batch, so the traffic does not depend on
+	// how long an enqueue takes. (One Enqueue at a time with a pause after each ran at
+	// one job per pause plus the enqueue's latency: on a loaded machine the burst
+	// fell below the worker's pace, with no backlog.) The burst is all out by the
+	// time runOnWorkers returns: that takes two retry backoffs at least.
 	runSlowWorker(t, f.js, "renders", 150*time.Millisecond, 2)
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	start := time.Now()
-	for _, q := range []struct {
-		name   string
-		period func(time.Duration) time.Duration // between jobs, after so long
+	const burst, burstEvery, every = 3 * time.Second, 40 * time.Millisecond, 250 * time.Millisecond
+	traffic := []struct {
+		name string
+		due  func(time.Duration) int // how many jobs are due so long after the start
+		p    *producer.Producer
 	}{
-		{"reports", func(time.Duration) time.Duration { return 250 * time.Millisecond }},
-		{"renders", func(d time.Duration) time.Duration {
-			if d < 3*time.Second {
-				return 40 * time.Millisecond // a burst of 25 a second for 3 s
+		{name: "reports", due: func(d time.Duration) int { return int(d / every) }},
+		{name: "renders", due: func(d time.Duration) int {
+			if d < burst {
+				return int(d / burstEvery) // a burst of 25 a second for 3 s
 			}
-			return 250 * time.Millisecond
+			return int(burst/burstEvery) + int((d-burst)/every)
 		}},
-	} {
-		p, err := producer.New(ctx, f.js, q.name)
+	}
+	for i := range traffic {
+		p, err := producer.New(ctx, f.js, traffic[i].name)
 		if err != nil {
 			t.Fatal(err)
 		}
+		traffic[i].p = p
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	start := time.Now()
+	for _, q := range traffic {
 		wg.Go(func() {
-			for i := 0; ; i++ {
+			tick := time.NewTicker(burstEvery / 2)
+			defer tick.Stop()
+			for sent := 0; ; {
 				select {
 				case <-stop:
 					return
-				case <-time.After(q.period(time.Since(start))):
+				case <-tick.C:
 				}
-				if _, err := p.Enqueue(ctx, []byte(`{"page":1}`), producer.ID(fmt.Sprintf("%s-%d", q.name, i))); err != nil {
+				due := q.due(time.Since(start))
+				if due == sent {
+					continue
+				}
+				jobs := make([]producer.Job, 0, due-sent)
+				for ; sent < due; sent++ {
+					jobs = append(jobs, producer.Job{Payload: []byte(`{"page":1}`), ID: fmt.Sprintf("%s-%d", q.name, sent)})
+				}
+				if _, err := q.p.EnqueueBatch(ctx, jobs); err != nil {
 					t.Error(err)
 					return
 				}
