@@ -3,6 +3,7 @@ package ui_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -116,8 +117,20 @@ func TestBrowserDashboardCharts(t *testing.T) {
 
 	tb := newTab(t)
 	tb.open(srv.URL+"/queues/renders", `figure[data-chart="age"] polyline[data-series="oldest"]`)
-	lines := linesOf(tb, "#charts figure[data-chart]")
-	for _, name := range []string{"rates/in", "rates/out", "rates/dead", "depth/waiting", "depth/running", "depth/retrying", "age/oldest"} {
+	// A chart has a point per sample of the history: the sampler's, every 200 ms if
+	// a reading of the queues takes less (under -race, on an idle machine, one took
+	// 165 ms in the median and up to a second), and each refresh's. How many the
+	// traffic's time left depends on the machine's speed: wait for 10 through the
+	// page's refresh.
+	names := []string{"rates/in", "rates/out", "rates/dead", "depth/waiting", "depth/running", "depth/retrying", "age/oldest"}
+	var lines map[string]drawnLine
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		lines = linesOf(tb, "#charts figure[data-chart]")
+		if !slices.ContainsFunc(names, func(n string) bool { return lines[n].Points < 10 }) || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, name := range names {
 		l, ok := lines[name]
 		if !ok || l.Points < 10 || l.Width <= 0 || l.Stroke == "" || l.Stroke == "none" {
 			t.Errorf("queue page: line %s is %+v; want 10 points or more, drawn with the stylesheet's stroke", name, l)
@@ -147,6 +160,7 @@ func TestBrowserDashboardCharts(t *testing.T) {
 		t.Error("the page was reloaded, not updated in place")
 	}
 
+	// The history holds the points waited for above: the sparkline draws them.
 	tb.open(srv.URL+"/", `tr[data-queue="reports"] svg[data-chart="spark"]`)
 	spark := linesOf(tb, `tr[data-queue="renders"] svg[data-chart="spark"]`)
 	if l := spark["spark/in"]; l.Points < 10 || l.Width <= 0 || l.Max < 10 {
