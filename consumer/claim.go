@@ -33,7 +33,7 @@ const (
 	repeated                   // a copy of an enqueue of the id that ended before the record's, or a repeat of the record's within the duplicate window: ack, never run
 	alreadyDead                // a copy of an enqueue that died: make sure the dead letter exists, terminate
 	cancelled                  // a copy of an enqueue that was cancelled: drop it without running
-	watched                    // another run holds a live claim: put back until its lease would run out
+	watched                    // another run holds a live claim: put back for the rest of its lease, at most watchPoll
 	early                      // the job's retry time has not come: put back until then
 	busy                       // another enqueue of the id is live: put back until it ends
 	exhausted                  // the next run would exceed the attempts: dead-letter without running

@@ -159,11 +159,11 @@ func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 		w.deadLetter(ctx, j, errors.New(j.claim.LastError), false)
 	case watched:
 		// Put back, not kept: the server hands it to any worker once the holder's
-		// lease would have run out (or at once if the holder's delivery of it ends).
+		// lease would have run out, or after watchPoll, whichever comes first.
 		w.stats.stale.Add(1)
 		j.metrics.stale.Inc()
 		j.endSpan("watched", nil)
-		j.nak(j.retryIn)
+		j.nak(min(j.retryIn, watchPoll))
 	case busy:
 		w.stats.busy.Add(1)
 		j.endSpan("busy", nil)
@@ -184,6 +184,13 @@ func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 	}
 	return false
 }
+
+// watchPoll is how long at most a delivery whose job another run holds is put back
+// for: the run it waits for most often ends well within its lease (a copy the server
+// sent while the run went on), and the copy should end soon after, not a whole lease
+// (30 s at the default AckWait) later. Such deliveries are the rare copies, so the
+// reads cost little.
+const watchPoll = time.Second
 
 // run calls the handler, its delivery kept alive by its lease, and returns its error
 // and the cause of its context's end, if it ended. A fenced run's lease renews the

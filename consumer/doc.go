@@ -17,9 +17,9 @@
 //     claim. A delivery whose record says the same enqueue was done or cancelled is
 //     acked without running, whatever its delivery count, and so is a copy of an
 //     earlier enqueue of the id, or a repeat of the record's within the duplicate
-//     window; one whose job another run holds is put back until that run's lease
-//     would run out, and any worker takes the job over once the record's last write
-//     is a lease old by the records server's clock.
+//     window; one whose job another run holds is put back (a second at a time)
+//     until that run's lease runs out, and any worker takes the job over once the
+//     record's last write is a lease old by the records server's clock.
 //  2. Run the handler, heartbeating (InProgress) at a third of AckWait and renewing
 //     the claim by compare-and-set at each heartbeat. A renewal that finds the claim
 //     taken cancels the handler's context with ErrStale (ErrCancelled after a cancel).

@@ -58,9 +58,10 @@ func TestSecondCopyOfAFiringNeverRuns(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "the new job run", func() bool { return len(st.runs("remind")) == 2 })
 }
 
-// A second copy of a firing that comes while the first copy runs is held off the
-// handler slots while the first runs (it finds the first's live claim), not put back
-// for AckWait (30 s here), and ends without running soon after the first commits.
+// A second copy of a firing that comes while the first copy runs is put back while
+// the first runs (it finds the first's live claim) for a second at a time, not for
+// the rest of the lease (30 s here), and ends without running soon after the first
+// commits.
 func TestSecondCopyOfARunningFiringDroppedAtOnce(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
@@ -91,8 +92,8 @@ func TestSecondCopyOfARunningFiringDroppedAtOnce(t *testing.T) {
 		return w.Stats().Stale > 0
 	})
 	close(release)
-	// Both end soon after the first commits: the watched copy reads the record again
-	// within a second (watchPoll), not a heartbeat interval (10 s here) later.
+	// Both end soon after the first commits: the copy put back is read again within a
+	// second (watchPoll), not when the holder's lease would have run out.
 	testenv.Eventually(t, 5*time.Second, "both copies ended", func() bool { return qaStreamMsgs(t, js, "WORKQ_copies2") == 0 })
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("the firing ran %d times, want 1", n)

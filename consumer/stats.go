@@ -10,7 +10,7 @@ type Stats struct {
 	Dead        uint64 // jobs moved to dead letters
 	Reassigned  uint64 // commits or outcomes refused: another delivery owned the job
 	AlreadyDone uint64 // copies of jobs that ended (committed, or dead with their dead letter out), of earlier enqueues of the id, and repeats within the duplicate window: ended without running
-	Stale       uint64 // deliveries that found another run holding the job: put back until its lease would run out
+	Stale       uint64 // deliveries that found another run holding the job: put back for the rest of its lease, a second at a time
 	Cancelled   uint64 // deliveries of cancelled jobs: runs stopped, and deliveries dropped without running
 	Busy        uint64 // deliveries put back because another message with the same id was live
 	Early       uint64 // deliveries put back because their job's retry time had not come

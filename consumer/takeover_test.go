@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
 	"github.com/workq/workq/producer"
@@ -69,6 +70,16 @@ func holdJob(t *testing.T, env *testenv.Env, p *producer.Producer, q, id string,
 	return dieA
 }
 
+// recordingWorker is worker name, whose handler records each run in runs and
+// succeeds.
+func recordingWorker(t *testing.T, js jetstream.JetStream, q, name string, runs *starts, opts ...consumer.Option) *consumer.Worker {
+	t.Helper()
+	return newWorker(t, js, q, consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
+		runs.add(name, j)
+		return nil
+	}), append([]consumer.Option{consumer.AckWait(takeoverAckWait), consumer.Name(name)}, opts...)...)
+}
+
 // tookOver waits for the first run after the kill at killed, and fails unless it came
 // within bound.
 func tookOver(t *testing.T, runs *starts, killed time.Time, bound time.Duration) {
@@ -95,11 +106,7 @@ func TestTakeoverAfterOneKill(t *testing.T) {
 	p := newProducer(t, js, q)
 	var runs starts
 	dieA := holdJob(t, env, p, q, id, &runs)
-	b := newWorker(t, js, q, consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
-		runs.add("B", j)
-		return nil
-	}), consumer.AckWait(takeoverAckWait), consumer.Name("B"))
-	runWorker(t, b)
+	runWorker(t, recordingWorker(t, js, q, "B", &runs))
 	killed := time.Now()
 	dieA()
 	tookOver(t, &runs, killed, takeoverAckWait*3/2)
@@ -147,11 +154,7 @@ func TestTakeoverWhileTheWatchersSlotIsBusy(t *testing.T) {
 	}
 	testenv.Eventually(t, 10*time.Second, "W1 busy with the long job", func() bool { return status(t, p, "long").State == producer.StateRunning })
 
-	w2 := newWorker(t, js, q, consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
-		runs.add("W2", j)
-		return nil
-	}), consumer.AckWait(takeoverAckWait), consumer.Name("W2"))
-	runWorker(t, w2)
+	runWorker(t, recordingWorker(t, js, q, "W2", &runs))
 	killed := time.Now()
 	dieA()
 	tookOver(t, &runs, killed, takeoverAckWait*5/2)
@@ -184,10 +187,6 @@ func TestTakeoverWhileWatchersKeepDying(t *testing.T) {
 		die()
 	}
 	tookOver(t, &runs, killed, 3*takeoverAckWait)
-	final := newWorker(t, js, q, consumer.HandlerFunc(func(_ context.Context, j *consumer.Job) error {
-		runs.add("final", j)
-		return nil
-	}), append(opts, consumer.Name("final"))...)
-	runWorker(t, final)
+	runWorker(t, recordingWorker(t, js, q, "final", &runs, consumer.Concurrency(1)))
 	testenv.Eventually(t, 4*takeoverAckWait, "the job done once the kills stopped", func() bool { return status(t, p, id).State == producer.StateDone })
 }
