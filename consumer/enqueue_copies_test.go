@@ -94,7 +94,9 @@ func TestCopyOfAnEarlierEnqueueNeverRuns(t *testing.T) {
 
 	// E2, once the window of E1's id has passed; it holds until released.
 	release := make(chan struct{})
+	runs.mu.Lock() // the worker runs: its handler reads hold
 	runs.hold["two"] = release
+	runs.mu.Unlock()
 	var e2 string
 	testenv.Eventually(t, 20*time.Second, "E2 stored past the window", func() bool {
 		info, err := p.Enqueue(testenv.Context(t, 5*time.Second), []byte("two"), producer.ID(id))

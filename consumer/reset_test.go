@@ -14,7 +14,7 @@ import (
 // A consumer reset makes the server forget its deliveries and send a job that worker
 // A is running out again as a first delivery, to worker B — as a crashed single
 // server does with its last deliveries. B finds A's live claim in the record and
-// leaves the job to A (watching it off its slots) instead of running it beside A;
+// leaves the job to A (putting its copy back) instead of running it beside A;
 // once A commits, B's copy is acked without running. The handler runs once. Finding 1
 // of issue 24: B used to run a provably "current" first delivery on a lazy claim.
 func TestResetConsumerDoesNotRunAHeldJobTwice(t *testing.T) {
