@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/mutant"
 	"github.com/workq/workq/internal/protocol"
 	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
@@ -132,6 +133,9 @@ func (w *Worker) claimDelivery(ctx context.Context, j *Job) (verdict, error) {
 			return exhausted, nil
 		}
 		next := w.fresh(j, dec.Next)
+		if mutant.On(mutant.DeliveryCount) {
+			next.Attempt = int(j.md.NumDelivered)
+		}
 		if rec != nil {
 			next.LastError = recordError(rec.LastError) // cut like our own: another client may have written one that would not fit
 			if sameEnqueue(j, rec) {
@@ -210,9 +214,12 @@ func (w *Worker) cas(ctx context.Context, next *record.Record, prev uint64) erro
 	perTry := min(max(w.cfg.ackWait/4, 200*time.Millisecond), 5*time.Second)
 	return retry.DoEach(ctx, perTry, func(c context.Context) error {
 		var err error
-		if prev == 0 {
+		switch {
+		case prev == 0 && mutant.On(mutant.BlindCreate):
+			err = w.records.Put(c, next)
+		case prev == 0:
 			err = w.records.Create(c, next)
-		} else {
+		default:
 			err = w.records.Update(c, next, prev)
 		}
 		if errors.Is(err, record.ErrConflict) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/workq/workq/internal/mutant"
 	"github.com/workq/workq/internal/record"
 )
 
@@ -42,7 +43,12 @@ func (w *Worker) writeClaim(ctx context.Context, j *Job, change func(next *recor
 	if change != nil {
 		change(&next)
 	}
-	err := w.cas(ctx, &next, j.claim.Revision)
+	var err error
+	if change != nil && mutant.On(mutant.UnfencedCommit) {
+		err = w.records.Put(ctx, &next)
+	} else {
+		err = w.cas(ctx, &next, j.claim.Revision)
+	}
 	switch {
 	case err == nil:
 		j.claim, j.progress = &next, nil

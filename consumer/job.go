@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -50,7 +49,7 @@ type Job struct {
 	span        *deliverySpan // the delivery's span when the worker traces (Tracing), else nil
 	settling    bool          // fenced: its run ended and its settle went to the background
 
-	mu      sync.Mutex
+	mu      waitLock
 	claim   *record.Record          // fenced: this run's claim as last written (renewals move its revision)
 	lost    bool                    // a write over the claim found it taken by another delivery
 	lostErr error                   // why: ErrStale, or ErrCancelled when the job was cancelled

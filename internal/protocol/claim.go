@@ -1,8 +1,8 @@
 // Package protocol holds the decisions of the delivery protocol in which the job
 // record is the only truth, as kvlock's record is for a lock (docs/delivery.md):
 // pure functions over the record and a delivery's facts, with no engine calls, so
-// that a table tests every row and a seeded simulation of the engine's failure modes
-// (sim_*_test.go) checks the invariants over thousands of histories.
+// that a table tests every row; the seeded simulation (internal/sim) runs them in the
+// shipped worker through the engine's failure modes and must reach every row (Rules).
 //
 // Nothing here rests on what the engine forgets: JetStream's delivery count, the
 // consumer's creation time, a message's id or sequence, or what one worker process
@@ -15,6 +15,8 @@ package protocol
 import (
 	"slices"
 	"time"
+
+	"github.com/workq/workq/internal/mutant"
 )
 
 // State is where a job stands in its record.
@@ -106,7 +108,38 @@ type Decision struct {
 	Next    Record        // Claim: the record to write over the one read (Revision: the one read, 0 for none)
 	Wait    time.Duration // Watch, Later
 	Why     string        // for logs and tests
+	Rule    string        // the row of DecideClaim that decided (one of Rules)
 }
+
+// Rules names the rows of DecideClaim, in its order; Decision.Rule is one of them.
+// The simulation must reach every one.
+var Rules = []string{
+	RuleNoRecord, RuleEndedCopy, RuleRepeat, RuleOtherEnded, RuleOtherGone, RuleOtherLive, RuleWaiting,
+	RuleCancelledClock, RuleCancelledWatch, RuleCancelledAck, RuleEnded, RuleDead, RuleRunningClock,
+	RuleRunningWatch, RuleTakeover, RuleBackoff, RuleNext, RuleExhausted,
+}
+
+// The rows of DecideClaim.
+const (
+	RuleNoRecord       = "no record"
+	RuleEndedCopy      = "copy of an ended enqueue"
+	RuleRepeat         = "repeat within the window"
+	RuleOtherEnded     = "another enqueue ended"
+	RuleOtherGone      = "another enqueue gone"
+	RuleOtherLive      = "another enqueue live"
+	RuleWaiting        = "waiting for parents"
+	RuleCancelledClock = "cancelled run: clock"
+	RuleCancelledWatch = "cancelled run: watch"
+	RuleCancelledAck   = "cancelled run: ended"
+	RuleEnded          = "done or cancelled"
+	RuleDead           = "dead"
+	RuleRunningClock   = "running: clock"
+	RuleRunningWatch   = "running: watch"
+	RuleTakeover       = "running: takeover"
+	RuleBackoff        = "retrying: backoff"
+	RuleNext           = "next attempt"
+	RuleExhausted      = "attempts used"
+)
 
 // RetryTolerance is how early before its record's retry time a job may be claimed
 // anyway: the clocks of the worker that failed it and of this one may differ a little.
@@ -141,9 +174,15 @@ const WatchSlack = 25 * time.Millisecond
 //   - Queued (handed back unstarted, or a released task): claim attempt + 1.
 //   - An attempt past MaxAttempts is exhausted: dead-lettered without running.
 func DecideClaim(rec *Record, d Delivery, run string, lease time.Duration, now time.Time) Decision {
-	claim := func(attempt int, why string) Decision {
+	dec := decideClaim(rec, d, run, lease, now)
+	mutant.Reached(dec.Rule)
+	return dec
+}
+
+func decideClaim(rec *Record, d Delivery, run string, lease time.Duration, now time.Time) Decision {
+	claim := func(attempt int, rule, why string) Decision {
 		if attempt > d.MaxAttempts {
-			return Decision{Verdict: Exhausted, Why: why + "; attempts used"}
+			return Decision{Verdict: Exhausted, Rule: RuleExhausted, Why: why + "; attempts used"}
 		}
 		next := Record{State: Running, Attempt: attempt, Enqueue: d.Enqueue, Run: run, Lease: lease}
 		if d.Dedup {
@@ -157,25 +196,27 @@ func DecideClaim(rec *Record, d Delivery, run string, lease time.Duration, now t
 				next.Ended = AddEnded(rec.Ended, rec.Enqueue)
 			}
 		}
-		return Decision{Verdict: Claim, Next: next, Why: why}
+		return Decision{Verdict: Claim, Next: next, Rule: rule, Why: why}
 	}
 	switch {
 	case rec == nil:
-		return claim(1, "no record")
+		return claim(1, RuleNoRecord, "no record")
 	case rec.Enqueue != d.Enqueue && slices.Contains(rec.Ended, d.Enqueue):
-		return Decision{Verdict: Ack, Why: "a copy of an earlier enqueue of the id, which ended"}
+		return Decision{Verdict: Ack, Rule: RuleEndedCopy, Why: "a copy of an earlier enqueue of the id, which ended"}
 	case rec.Enqueue != d.Enqueue && d.repeats(rec):
-		return Decision{Verdict: Ack, Why: "a repeat of the id's enqueue within the duplicate window"}
+		return Decision{Verdict: Ack, Rule: RuleRepeat, Why: "a repeat of the id's enqueue within the duplicate window"}
 	case rec.Enqueue != d.Enqueue && rec.State.Terminal():
-		return claim(1, "another enqueue of the id has ended")
+		return claim(1, RuleOtherEnded, "another enqueue of the id has ended")
 	case rec.Enqueue != d.Enqueue && d.OtherGone:
-		return claim(1, "another enqueue of the id left a live record and no message")
+		return claim(1, RuleOtherGone, "another enqueue of the id left a live record and no message")
 	case rec.Enqueue != d.Enqueue:
-		return Decision{Verdict: Later, Wait: max(rec.Lease, time.Second), Why: "another enqueue of the id is live"}
+		return Decision{Verdict: Later, Rule: RuleOtherLive, Wait: max(rec.Lease, time.Second), Why: "another enqueue of the id is live"}
 	case rec.State == Waiting:
 		// Its message is held until its last parent ends, and the release writes
 		// it queued first: a copy seen now is put back until then.
-		return Decision{Verdict: Later, Wait: max(rec.Lease, time.Second), Why: "waiting for its parent tasks"}
+		return Decision{Verdict: Later, Rule: RuleWaiting, Wait: max(rec.Lease, time.Second), Why: "waiting for its parent tasks"}
+	case rec.State == Cancelled && mutant.On(mutant.CancelledReruns):
+		return claim(rec.Attempt+1, RuleNext, "cancelled, run again (mutant)")
 	case rec.State == Cancelled && rec.Attempt > 0 && rec.Run != "":
 		// Cancelled after a claim, maybe as it ran: the run may go on until its
 		// worker sees the cancel and its handler returns, and that worker settles
@@ -183,27 +224,29 @@ func DecideClaim(rec *Record, d Delivery, run string, lease time.Duration, now t
 		// once a lease has passed since the cancel, by the server's clock: what
 		// waits for the job must not start beside the run.
 		if d.ServerNow.IsZero() {
-			return Decision{Verdict: Clock, Why: "cancelled after run " + rec.Run + "'s claim: judged by the server's clock"}
+			return Decision{Verdict: Clock, Rule: RuleCancelledClock, Why: "cancelled after run " + rec.Run + "'s claim: judged by the server's clock"}
 		}
 		if age := d.ServerNow.Sub(rec.WrittenAt); age < rec.Lease {
-			return Decision{Verdict: Watch, Wait: rec.Lease - age + WatchSlack, Why: "cancelled as run " + rec.Run + " may still go on"}
+			return Decision{Verdict: Watch, Rule: RuleCancelledWatch, Wait: rec.Lease - age + WatchSlack, Why: "cancelled as run " + rec.Run + " may still go on"}
 		}
-		return Decision{Verdict: Ack, Why: "record cancelled, a lease ago"}
+		return Decision{Verdict: Ack, Rule: RuleCancelledAck, Why: "record cancelled, a lease ago"}
 	case rec.State == Done, rec.State == Cancelled:
-		return Decision{Verdict: Ack, Why: "record " + string(rec.State)}
+		return Decision{Verdict: Ack, Rule: RuleEnded, Why: "record " + string(rec.State)}
 	case rec.State == Dead:
-		return Decision{Verdict: Term, Why: "record dead"}
+		return Decision{Verdict: Term, Rule: RuleDead, Why: "record dead"}
+	case rec.State == Running && mutant.On(mutant.EarlyTakeover):
+		return claim(rec.Attempt+1, RuleTakeover, "taken over at once (mutant)")
 	case rec.State == Running && d.ServerNow.IsZero():
-		return Decision{Verdict: Clock, Why: "held by run " + rec.Run + ": its lease is judged by the server's clock"}
+		return Decision{Verdict: Clock, Rule: RuleRunningClock, Why: "held by run " + rec.Run + ": its lease is judged by the server's clock"}
 	case rec.State == Running:
 		if age := d.ServerNow.Sub(rec.WrittenAt); age < rec.Lease {
-			return Decision{Verdict: Watch, Wait: rec.Lease - age + WatchSlack, Why: "held by run " + rec.Run}
+			return Decision{Verdict: Watch, Rule: RuleRunningWatch, Wait: rec.Lease - age + WatchSlack, Why: "held by run " + rec.Run}
 		}
-		return claim(rec.Attempt+1, "lease of run "+rec.Run+" expired")
+		return claim(rec.Attempt+1, RuleTakeover, "lease of run "+rec.Run+" expired")
 	case rec.State == Retrying && rec.RetryAt.Sub(now) > RetryTolerance:
-		return Decision{Verdict: Later, Wait: rec.RetryAt.Sub(now), Why: "backoff"}
+		return Decision{Verdict: Later, Rule: RuleBackoff, Wait: rec.RetryAt.Sub(now), Why: "backoff"}
 	}
-	return claim(rec.Attempt+1, "record "+string(rec.State))
+	return claim(rec.Attempt+1, RuleNext, "record "+string(rec.State))
 }
 
 // repeats reports whether d's message was stored within the duplicate window of the

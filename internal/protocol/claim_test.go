@@ -28,6 +28,14 @@ func TestDecideClaim(t *testing.T) {
 	foreign := d
 	foreign.Dedup = false
 	retrying := func(at time.Time) *Record { r := rec(Retrying, 1, "e1"); r.RetryAt = at; return r }
+	rows := map[string]bool{} // the rows the table reached: every one
+	defer func() {
+		for _, r := range Rules {
+			if !rows[r] && !t.Failed() {
+				t.Errorf("no case of the table is decided by the row %q", r)
+			}
+		}
+	}()
 	for _, c := range []struct {
 		name    string
 		rec     *Record
@@ -77,6 +85,10 @@ func TestDecideClaim(t *testing.T) {
 			if got.Verdict != c.want {
 				t.Fatalf("verdict %s (%s), want %s", got.Verdict, got.Why, c.want)
 			}
+			if !slices.Contains(Rules, got.Rule) {
+				t.Fatalf("decided by row %q, not one of Rules", got.Rule)
+			}
+			rows[got.Rule] = true
 			switch got.Verdict {
 			case Claim:
 				n := got.Next
