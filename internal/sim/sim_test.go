@@ -1,0 +1,466 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/workq/workq/internal/queue"
+	"github.com/workq/workq/internal/record"
+	"github.com/workq/workq/internal/wireid"
+	"github.com/workq/workq/producer"
+)
+
+// The simulation runs the shipped code — consumer.Worker and producer.Producer, as
+// users run them — on the real nats-server, all inside one testing/synctest bubble:
+// every goroutine (the server's, the clients', the workers' heartbeats and timers,
+// the handlers) runs on a virtual clock that moves only when all of them wait, so a
+// history of minutes of AckWaits, backoffs and duplicate windows takes milliseconds.
+// A seed draws the workload (jobs that work, fail, panic, outlive their lease, share
+// a sequence key, are enqueued again) and the faults: workers killed, frozen past
+// their lease and restarted, connections cut (with the replies on their way), the
+// server killed and restarted on what it had written (it forgets recent acks,
+// deliveries and message ids), and the workers' consumers deleted. Every history is
+// checked against the invariants of docs/delivery.md (check_test.go).
+//
+// The seed fixes the workload and the faults, and when they strike on the virtual
+// clock; the order of goroutines within one instant is the Go scheduler's, so a
+// failing seed mostly, not always, fails again on replay. A failure prints its
+// history.
+//
+// go test ./internal/sim -seeds 2000 runs more (-first N: from seed N); -seed N
+// replays one.
+
+var (
+	seeds   = flag.Int("seeds", 0, "simulation seeds to run (0: the default for the build)")
+	first   = flag.Int64("first", 0, "the first seed to run")
+	oneSeed = flag.Int64("seed", -1, "run only this seed, printing its history")
+)
+
+func TestSimulation(t *testing.T) {
+	if *oneSeed >= 0 {
+		h, err := simulate(t, *oneSeed, true)
+		t.Logf("seed %d history:\n%s", *oneSeed, h)
+		if err != nil {
+			t.Fatalf("seed %d: %v", *oneSeed, err)
+		}
+		return
+	}
+	n := *seeds
+	if n == 0 {
+		n = defaultSeeds
+	}
+	lost := 0
+	for seed := *first; seed < *first+int64(n); seed++ {
+		h, err := simulate(t, seed, false)
+		if err != nil {
+			t.Fatalf("seed %d: %v\nreplay: go test ./internal/sim -run TestSimulation -seed %d\n%s", seed, err, seed, h)
+		}
+		lost += h.lost
+	}
+	t.Logf("%d seeds; record revisions that crashes lost after they were stored: %d", n, lost)
+}
+
+// defaultSeeds is how many seeds TestSimulation runs by default.
+const defaultSeeds = 20
+
+// simulate runs one seed's history in a bubble and checks it.
+func simulate(t *testing.T, seed int64, verbose bool) (h *history, err error) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err = simulateIn(t, seed, verbose)
+	})
+	// nats.go keeps timers in a sync.Pool; one made in this bubble and taken from
+	// the pool in the next would be used outside its bubble, which Go refuses. Two
+	// collections empty every pool.
+	runtime.GC()
+	runtime.GC()
+	return h, err
+}
+
+func simulateIn(t *testing.T, seed int64, verbose bool) (*history, error) {
+	stopClock := make(chan struct{})
+	defer close(stopClock)
+	tickAccessTime(stopClock)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &world{seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), hist: newHistory(), ctx: ctx, verbose: verbose,
+		removed: map[string]time.Time{}}
+	eng, err := startEngine(t.TempDir())
+	if err != nil {
+		return w.hist, err
+	}
+	w.eng = eng
+	defer eng.stop()
+	w.names, _ = queue.NamesFor(queueName)
+
+	adminCl := eng.newClient("admin")
+	adminCl.privileged = true
+	adminNC, err := adminCl.connect()
+	if err != nil {
+		return w.hist, err
+	}
+	defer adminNC.Close()
+	w.admin, _ = jetstream.New(adminNC)
+	prodCl := eng.newClient("producer")
+	prodNC, err := prodCl.connect()
+	if err != nil {
+		return w.hist, err
+	}
+	defer prodNC.Close()
+	prodJS, _ := jetstream.New(prodNC)
+	p, err := producer.New(ctx, prodJS, queueName, producer.DuplicateWindow(window))
+	if err != nil {
+		return w.hist, fmt.Errorf("producer: %w", err)
+	}
+	kv, err := w.admin.KeyValue(ctx, w.names.Bucket)
+	if err != nil {
+		return w.hist, err
+	}
+	if err := w.hist.watch(ctx, adminNC, w.admin, w.names.Bucket); err != nil {
+		return w.hist, err
+	}
+	eng.restarted = func() { w.hist.restarted(w.awaitAdmin(adminNC)) }
+	w.planJobs()
+	for range 2 + w.intn(2) {
+		if _, err := w.startWorker(); err != nil {
+			return w.hist, fmt.Errorf("worker: %w", err)
+		}
+	}
+	w.produce(p)
+	w.faults(prodCl)
+	w.hist.note("faults stop")
+	bound := w.liveBound()
+	ended := w.awaitEnd(kv, bound)
+	w.hist.note("the jobs ended %v after the faults stopped (bound %v)", ended, bound)
+	if ended > bound {
+		w.leftovers(kv)
+	}
+	// Stop every process before checking, so no run is still under way.
+	cancel()
+	for _, pr := range w.workers {
+		pr.stop()
+		<-pr.done
+		pr.nc.Close()
+	}
+	w.wg.Wait()
+	synctest.Wait() // the revisions stored by now reach the history
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer rcancel()
+	s, err := w.admin.Stream(rctx, "KV_"+w.names.Bucket)
+	if err != nil {
+		return w.hist, err
+	}
+	w.hist.complete(s.CachedInfo().State.LastSeq)
+	if err := w.check(ended, bound); err != nil {
+		return w.hist, err
+	}
+	return w.hist, nil
+}
+
+// faults strikes the seed's faults during the first faultsFor, then makes sure two
+// workers live and none is frozen.
+func (w *world) faults(prod *client) {
+	for time.Since(w.hist.start) < faultsFor {
+		time.Sleep(w.between(500*time.Millisecond, 4*time.Second))
+		live := w.live()
+		w.remember()
+		switch w.intn(9) {
+		case 0: // a worker process dies; another starts a while later
+			if len(live) > 0 {
+				w.kill(live[w.intn(len(live))])
+				time.Sleep(w.between(0, 2*time.Second))
+				_, _ = w.startWorker()
+			}
+		case 1: // a worker freezes past its lease and thaws
+			if len(live) > 0 {
+				p := live[w.intn(len(live))]
+				d := w.between(ackWait/2, 3*ackWait)
+				w.hist.note("freeze %s for %v", p.name, d)
+				p.cl.freeze()
+				w.wg.Add(1)
+				go func() {
+					defer w.wg.Done()
+					time.Sleep(d)
+					p.cl.thaw()
+					w.hist.note("thaw  %s", p.name)
+				}()
+			}
+		case 2: // a connection resets, losing the replies on their way
+			if w.intn(3) == 0 {
+				w.hist.note("cut   producer")
+				prod.cut()
+			} else if len(live) > 0 {
+				p := live[w.intn(len(live))]
+				w.hist.note("cut   %s", p.name)
+				p.cl.cut()
+			}
+		case 3: // the server is killed and restarts on what it had written
+			down := w.between(0, time.Second)
+			w.hist.note("crash server, down %v", down)
+			if err := w.eng.crash(down); err != nil {
+				w.hist.note("crash: %v", err)
+			}
+		case 4: // an operator deletes the workers' consumers; the workers make them again
+			w.hist.note("delete the consumers")
+			for _, level := range queue.Levels {
+				_ = w.admin.DeleteConsumer(w.ctx, w.names.Stream, w.names.LevelConsumer(level))
+			}
+		case 5: // a copy of an earlier message comes back: the server forgot its ack, or its removal
+			w.sendCopy()
+		case 6: // an operator removes a job's message from the stream
+			w.removeMessage()
+		case 7: // a foreign client publishes a copy of a waiting task's message before its release
+			w.sendWaitingCopy()
+		default: // nothing
+		}
+	}
+	for _, p := range w.workers {
+		p.cl.thaw()
+	}
+	for len(w.live()) < 2 {
+		_, _ = w.startWorker()
+	}
+}
+
+// remember keeps a copy of one message in the jobs stream, for sendCopy.
+func (w *world) remember() {
+	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
+	defer cancel()
+	s, err := w.admin.Stream(ctx, w.names.Stream)
+	if err != nil {
+		return
+	}
+	st := s.CachedInfo().State
+	if st.Msgs == 0 {
+		return
+	}
+	seq := st.FirstSeq + uint64(w.intn(int(st.LastSeq-st.FirstSeq+1)))
+	if m, err := s.GetMsg(ctx, seq); err == nil {
+		w.copies = append(w.copies, m)
+	}
+}
+
+// sendCopy stores again a message remembered earlier, as it was published (its
+// enqueue and message id with it): what a server that forgot an ack, a removal and
+// the message's id sends again. Within the duplicate window the server refuses it.
+func (w *world) sendCopy() {
+	if len(w.copies) == 0 {
+		return
+	}
+	m := w.copies[w.intn(len(w.copies))]
+	msg := nats.NewMsg(m.Subject)
+	msg.Data = m.Data
+	for k, v := range m.Header {
+		if !strings.HasPrefix(k, "Nats-Expected") {
+			msg.Header[k] = v
+		}
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
+	defer cancel()
+	ack, err := w.admin.PublishMsg(ctx, msg)
+	if err == nil {
+		w.hist.note("copy  of %s stored again: duplicate=%v", m.Subject, ack.Duplicate)
+	}
+}
+
+// leftovers notes in the history what did not end: the records not terminal and the
+// messages left in the stream.
+func (w *world) leftovers(kv jetstream.KeyValue) {
+	ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
+	defer cancel()
+	for _, j := range w.jobs {
+		if e, err := kv.Get(ctx, wireid.Encode(j.id)); err != nil {
+			w.hist.note("left: %s has no record: %v", j.id, err)
+		} else if r, err := record.Decode(j.id, e.Value(), e.Revision()); err != nil || !r.State.Terminal() {
+			w.hist.note("left: %s record %v (%v)", j.id, r.State, err)
+		}
+	}
+	s, err := w.admin.Stream(ctx, w.names.Stream)
+	if err != nil {
+		return
+	}
+	st := s.CachedInfo().State
+	for seq := st.FirstSeq; st.Msgs > 0 && seq <= st.LastSeq; seq++ {
+		if m, err := s.GetMsg(ctx, seq); err == nil {
+			w.hist.note("left: message %d %s enqueue %s", seq, m.Subject, m.Header.Get(queue.HeaderEnqueue))
+		}
+	}
+}
+
+// removeMessage removes a message from the jobs stream, as an operator may; the
+// job it carried need not end (its record may stay live for ever), unless enqueued
+// again after.
+func (w *world) removeMessage() {
+	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
+	defer cancel()
+	s, err := w.admin.Stream(ctx, w.names.Stream)
+	if err != nil {
+		return
+	}
+	st := s.CachedInfo().State
+	if st.Msgs == 0 {
+		return
+	}
+	seq := st.FirstSeq + uint64(w.intn(int(st.LastSeq-st.FirstSeq+1)))
+	m, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		return
+	}
+	id := w.names.JobID(m.Subject, m.Header.Get(queue.HeaderID), seq)
+	if err := s.DeleteMsg(ctx, seq); err == nil {
+		w.hist.note("remove message %d of %s", seq, id)
+		w.removed[id] = time.Now()
+	}
+}
+
+// mayNotEnd reports whether an operator removed a message of j, or of a job j
+// waits for (its workflow's tasks, its sequence's jobs): it may then never end.
+func (w *world) mayNotEnd(j *plannedJob) bool {
+	for id := range w.removed {
+		r := w.plan(id)
+		if id == j.id || r.workflow != "" && r.workflow == j.workflow || r.sequence != "" && r.sequence == j.sequence {
+			return true
+		}
+	}
+	return false
+}
+
+// sendWaitingCopy publishes, as a foreign client could, the message a waiting
+// workflow task keeps in its record, before the task is released.
+func (w *world) sendWaitingCopy() {
+	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
+	defer cancel()
+	for _, j := range w.jobs {
+		if len(j.parents) == 0 {
+			continue
+		}
+		e, err := w.admin.KeyValue(ctx, w.names.Bucket)
+		if err != nil {
+			return
+		}
+		v, err := e.Get(ctx, wireid.Encode(j.id))
+		if err != nil {
+			continue
+		}
+		r, err := record.Decode(j.id, v.Value(), v.Revision())
+		if err != nil || r.State != record.Waiting || r.Message == nil {
+			continue
+		}
+		msg := nats.NewMsg(r.Message.Subject)
+		msg.Data = r.Message.Data
+		for k, vs := range r.Message.Header {
+			msg.Header[k] = vs
+		}
+		if _, err := w.admin.PublishMsg(ctx, msg); err == nil {
+			w.hist.note("copy  of waiting task %s published", j.id)
+		}
+		return
+	}
+}
+
+// live is the workers not killed.
+func (w *world) live() []*process {
+	var out []*process
+	for _, p := range w.workers {
+		if !p.isDead() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// liveBound is how long after the faults stop every job must have ended: the
+// longest chain of runs one job or one sequence's jobs still need, each run its work
+// and a retry's backoff, plus a lease of a run the faults left holding it and the
+// time a put-back copy waits, per job of the chain.
+func (w *world) liveBound() time.Duration {
+	chains := map[string]time.Duration{}
+	for _, j := range w.jobs {
+		key := j.sequence
+		if key == "" {
+			key = j.id
+		}
+		runs := time.Duration(min(j.fails, maxAttempts-1) + 1)
+		chains[key] += runs*(j.work+backoff) + ackWait + 2*time.Second
+		if j.again > 0 {
+			chains[key] += j.work + ackWait + 2*time.Second + j.again
+		}
+	}
+	var most time.Duration
+	for _, d := range chains {
+		most = max(most, d)
+	}
+	return most + ackWait
+}
+
+// awaitEnd waits, at most bound, until every planned job's record is terminal and
+// the jobs stream is empty, and returns how long that took (bound+1 if never).
+func (w *world) awaitEnd(kv jetstream.KeyValue, bound time.Duration) time.Duration {
+	start := time.Now()
+	for time.Since(start) <= bound {
+		if w.allEnded(kv) {
+			return time.Since(start)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return bound + time.Nanosecond
+}
+
+func (w *world) allEnded(kv jetstream.KeyValue) bool {
+	ctx, cancel := context.WithTimeout(w.ctx, 2*time.Second)
+	defer cancel()
+	for _, j := range w.jobs {
+		if w.mayNotEnd(j) {
+			continue
+		}
+		e, err := kv.Get(ctx, wireid.Encode(j.id))
+		if err != nil {
+			return false
+		}
+		r, err := record.Decode(j.id, e.Value(), e.Revision())
+		if err != nil || !r.State.Terminal() {
+			return false
+		}
+	}
+	s, err := w.admin.Stream(ctx, w.names.Stream)
+	if err != nil {
+		return false
+	}
+	st := s.CachedInfo().State
+	for seq := st.FirstSeq; st.Msgs > 0 && seq <= st.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil || !w.mayNotEnd(w.plan(w.names.JobID(m.Subject, m.Header.Get(queue.HeaderID), seq))) {
+			return false
+		}
+	}
+	return true
+}
+
+// awaitAdmin waits, after a restart, until the simulation's connection is back with
+// its subscription, and returns the records stream's last sequence.
+func (w *world) awaitAdmin(nc *nats.Conn) uint64 {
+	for {
+		if nc.IsConnected() && nc.FlushTimeout(time.Second) == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			s, err := w.admin.Stream(ctx, "KV_"+w.names.Bucket)
+			cancel()
+			if err == nil {
+				return s.CachedInfo().State.LastSeq
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
