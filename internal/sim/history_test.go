@@ -29,6 +29,8 @@ type history struct {
 	seen map[uint64]bool // every revision seen (and not lost in a crash), job records' or not
 	lost int             // revisions a crash lost after they were seen
 	gaps int             // revisions of the records stream never seen
+
+	ended, bound time.Duration // how long after the faults stopped every job had ended, and the bound it had
 }
 
 // entry is one line of the history's log.

@@ -61,14 +61,19 @@ func TestSimulation(t *testing.T) {
 		n = defaultSeeds
 	}
 	lost := 0
+	var slowest, slowestBound time.Duration
 	for seed := *first; seed < *first+int64(n); seed++ {
 		h, err := simulate(t, seed, false)
 		if err != nil {
 			t.Fatalf("seed %d: %v\nreplay: go test ./internal/sim -run TestSimulation -seed %d\n%s", seed, err, seed, h)
 		}
 		lost += h.lost
+		if h.ended > slowest {
+			slowest, slowestBound = h.ended, h.bound
+		}
 	}
-	t.Logf("%d seeds; record revisions that crashes lost after they were stored: %d", n, lost)
+	t.Logf("%d seeds; record revisions that crashes lost after they were stored: %d; the slowest end after the faults stopped: %v (%.1f AckWaits; its bound %v)",
+		n, lost, slowest, float64(slowest)/float64(ackWait), slowestBound)
 }
 
 // defaultSeeds is how many seeds TestSimulation runs by default.
@@ -141,6 +146,7 @@ func simulateIn(t *testing.T, seed int64, verbose bool) (*history, error) {
 	w.hist.note("faults stop")
 	bound := w.liveBound()
 	ended := w.awaitEnd(kv, bound)
+	w.hist.ended, w.hist.bound = ended, bound
 	w.hist.note("the jobs ended %v after the faults stopped (bound %v)", ended, bound)
 	if ended > bound {
 		w.leftovers(kv)
@@ -218,7 +224,7 @@ func (w *world) faults(prod *client) {
 		case 5: // a copy of an earlier message comes back: the server forgot its ack, or its removal
 			w.sendCopy()
 		case 6: // an operator removes a job's message from the stream
-			w.removeMessage()
+			w.removeMessage(0)
 		case 7: // a foreign client publishes a copy of a waiting task's message before its release
 			w.sendWaitingCopy()
 		default: // nothing
@@ -250,14 +256,36 @@ func (w *world) remember() {
 	}
 }
 
-// sendCopy stores again a message remembered earlier, as it was published (its
-// enqueue and message id with it): what a server that forgot an ack, a removal and
-// the message's id sends again. Within the duplicate window the server refuses it.
+// sendCopy stores again a message remembered earlier (remember, capture).
 func (w *world) sendCopy() {
 	if len(w.copies) == 0 {
 		return
 	}
-	m := w.copies[w.intn(len(w.copies))]
+	w.resend(w.copies[w.intn(len(w.copies))])
+}
+
+// capture returns the message of job id in the stream now, nil if none.
+func (w *world) capture(id string) *jetstream.RawStreamMsg {
+	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
+	defer cancel()
+	s, err := w.admin.Stream(ctx, w.names.Stream)
+	if err != nil {
+		return nil
+	}
+	m, err := s.GetLastMsgForSubject(ctx, w.names.JobSubject(id))
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// resend stores m again as it was published (its enqueue and message id with it):
+// what a server that forgot an ack, a removal and the message's id sends again.
+// Within the duplicate window the server refuses it.
+func (w *world) resend(m *jetstream.RawStreamMsg) {
+	if m == nil {
+		return
+	}
 	msg := nats.NewMsg(m.Subject)
 	msg.Data = m.Data
 	for k, v := range m.Header {
@@ -267,8 +295,7 @@ func (w *world) sendCopy() {
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
 	defer cancel()
-	ack, err := w.admin.PublishMsg(ctx, msg)
-	if err == nil {
+	if ack, err := w.admin.PublishMsg(ctx, msg); err == nil {
 		w.hist.note("copy  of %s stored again: duplicate=%v", m.Subject, ack.Duplicate)
 	}
 }
@@ -297,10 +324,10 @@ func (w *world) leftovers(kv jetstream.KeyValue) {
 	}
 }
 
-// removeMessage removes a message from the jobs stream, as an operator may; the
-// job it carried need not end (its record may stay live for ever), unless enqueued
-// again after.
-func (w *world) removeMessage() {
+// removeMessage removes message seq (0: a random one) from the jobs stream, as an
+// operator may; the job it carried need not end (its record may stay live for
+// ever), unless enqueued again after.
+func (w *world) removeMessage(seq uint64) {
 	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
 	defer cancel()
 	s, err := w.admin.Stream(ctx, w.names.Stream)
@@ -311,7 +338,9 @@ func (w *world) removeMessage() {
 	if st.Msgs == 0 {
 		return
 	}
-	seq := st.FirstSeq + uint64(w.intn(int(st.LastSeq-st.FirstSeq+1)))
+	if seq == 0 {
+		seq = st.FirstSeq + uint64(w.intn(int(st.LastSeq-st.FirstSeq+1)))
+	}
 	m, err := s.GetMsg(ctx, seq)
 	if err != nil {
 		return
@@ -319,13 +348,17 @@ func (w *world) removeMessage() {
 	id := w.names.JobID(m.Subject, m.Header.Get(queue.HeaderID), seq)
 	if err := s.DeleteMsg(ctx, seq); err == nil {
 		w.hist.note("remove message %d of %s", seq, id)
+		w.mu.Lock()
 		w.removed[id] = time.Now()
+		w.mu.Unlock()
 	}
 }
 
 // mayNotEnd reports whether an operator removed a message of j, or of a job j
 // waits for (its workflow's tasks, its sequence's jobs): it may then never end.
 func (w *world) mayNotEnd(j *plannedJob) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for id := range w.removed {
 		r := w.plan(id)
 		if id == j.id || r.workflow != "" && r.workflow == j.workflow || r.sequence != "" && r.sequence == j.sequence {
@@ -380,15 +413,18 @@ func (w *world) live() []*process {
 }
 
 // liveBound is how long after the faults stop every job must have ended: the
-// longest chain of runs one job or one sequence's jobs still need, each run its work
+// longest chain of runs one job, one sequence's jobs or one workflow's tasks still
+// need, each run its work
 // and a retry's backoff, plus a lease of a run the faults left holding it and the
 // time a put-back copy waits, per job of the chain.
 func (w *world) liveBound() time.Duration {
 	chains := map[string]time.Duration{}
 	for _, j := range w.jobs {
-		key := j.sequence
-		if key == "" {
-			key = j.id
+		key := j.id // the jobs of a sequence, or of a workflow, run one after another
+		if j.sequence != "" {
+			key = "sequence " + j.sequence
+		} else if j.workflow != "" {
+			key = "workflow " + j.workflow
 		}
 		runs := time.Duration(min(j.fails, maxAttempts-1) + 1)
 		chains[key] += runs*(j.work+backoff) + ackWait + 2*time.Second

@@ -46,8 +46,9 @@ type world struct {
 	names   queue.Names
 	nextPID int
 	copies  []*jetstream.RawStreamMsg // messages seen in the stream, to send again (sendCopy)
-	removed map[string]time.Time      // jobs whose message an operator removed, and when (removeMessage)
-	verbose bool                      // the workers log into the history, at debug level
+	mu      sync.Mutex
+	removed map[string]time.Time // jobs whose message an operator removed, and when (removeMessage); guarded by mu
+	verbose bool                 // the workers log into the history, at debug level
 }
 
 // historyWriter writes a worker's log lines into the history.
@@ -85,6 +86,9 @@ type plannedJob struct {
 	cancelAt time.Duration // cancel it this long after its enqueue (0: not)
 	workflow string        // the workflow it is a task of, if any (its id is workflow.task)
 	parents  []string      // the ids of the tasks it waits for
+	// removeOnFail: an operator removes its message during the backoff after its
+	// first run fails.
+	removeOnFail bool
 }
 
 // process is one worker process: its connection, its worker, and whether it is
@@ -196,6 +200,15 @@ func (w *world) handle(ctx context.Context, p *process, j *consumer.Job) error {
 		return errors.New("dead")
 	}
 	if j.Attempt() <= plan.fails {
+		if plan.removeOnFail && j.Attempt() == 1 {
+			seq := j.Sequence()
+			w.wg.Add(1)
+			go func() {
+				defer w.wg.Done()
+				time.Sleep(backoff / 2)
+				w.removeMessage(seq)
+			}()
+		}
 		if plan.panics {
 			w.hist.end(r, "panic")
 			panic("sim: planned panic")
@@ -228,6 +241,11 @@ func (w *world) planJobs() {
 			j.panics = w.intn(2) == 0
 		case 1, 7:
 			j.again = w.between(time.Second, 2*window) // half of them within the window
+			if w.intn(3) == 0 {
+				// An operator removes its message as its first run fails: its
+				// record stays retrying, with no message, when it is enqueued again.
+				j.fails, j.removeOnFail = maxAttempts, true
+			}
 		case 2, 3:
 			j.sequence = "key-" + strconv.Itoa(w.intn(2))
 		}
@@ -268,13 +286,20 @@ func (w *world) produce(p *producer.Producer) {
 			defer w.wg.Done()
 			time.Sleep(j.at)
 			w.enqueue(p, j)
+			first := w.capture(j.id) // a copy of it comes back after its cancel, or its next enqueue
 			if j.cancelAt > 0 {
 				time.Sleep(j.cancelAt)
 				w.cancel(p, j.id)
+				time.Sleep(w.between(0, ackWait))
+				w.resend(first)
 			}
 			if j.again > 0 {
 				time.Sleep(j.again)
 				w.enqueue(p, j)
+				// Past the window, or the server refuses the copy as a repeat of
+				// the second enqueue's message id.
+				time.Sleep(window + w.between(0, 2*ackWait))
+				w.resend(first)
 			}
 		}()
 	}
