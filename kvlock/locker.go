@@ -67,7 +67,9 @@ func New(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Locker, 
 	}
 	l.host, _ = os.Hostname()
 	ctx = retry.WithConn(ctx, js.Conn()) // a request the user may not make fails rather than waits
-	err = retry.Do(ctx, func(ctx context.Context) error {
+	// A replicated bucket made while the meta leader counts a node offline (just
+	// after it started, or on a loaded machine) waits for it (retry.Placement).
+	err = retry.Placement(ctx, func(ctx context.Context) error {
 		// Look the bucket up first and create it only when missing: a lock user may
 		// be allowed to use the bucket but not to create it (see package perms).
 		kv, err := js.KeyValue(ctx, cfg.bucket)

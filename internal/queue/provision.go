@@ -95,7 +95,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, cfg Config)
 	replicas := max(cfg.Replicas, 1)
 	o := &Objects{Names: n}
 	ctx = retry.WithConn(ctx, js.Conn())
-	err := retryPlacement(ctx, func(ctx context.Context) error {
+	err := retry.Placement(ctx, func(ctx context.Context) error {
 		var err error
 		o.Stream, err = ensureStream(ctx, js, jetstream.StreamConfig{
 			Name:        n.Stream,
@@ -165,37 +165,6 @@ func notProvisioned(err error) error {
 	}
 	return fmt.Errorf("%w: part of it does not exist and this user may not create it; an operator creates the queue first ('workq queue create', or admin.CreateQueue): %w",
 		ErrNotProvisioned, err)
-}
-
-// placementGrace is how long provisioning keeps trying while the server cannot
-// place a queue's replicas because a peer is offline. The meta leader counts a node
-// offline until it hears the node's statistics: for a moment after the node starts or
-// rejoins, and when a loaded machine delays them. A cluster that is really too small
-// for the replicas fails at once; one with a node down fails after this grace.
-const placementGrace = 5 * time.Second
-
-// retryPlacement runs op as retry.Do does, and again every 250ms for up to
-// placementGrace while it fails with "no suitable peers ... peer offline".
-func retryPlacement(ctx context.Context, op func(ctx context.Context) error) error {
-	deadline := time.Now().Add(placementGrace)
-	for {
-		err := retry.Do(ctx, op)
-		if err == nil || !peerOffline(err) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), err)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// peerOffline reports whether err is the server failing to place replicas because
-// a peer it knows is offline.
-func peerOffline(err error) bool {
-	var api *jetstream.APIError
-	return errors.As(err, &api) && api.ErrorCode == 10005 && strings.Contains(api.Description, "peer offline")
 }
 
 // replicasError explains err when it is the server refusing to place the replicas

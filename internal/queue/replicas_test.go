@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/workq/workq/internal/retry"
 	"github.com/workq/workq/testenv"
 )
 
@@ -58,7 +59,7 @@ func TestReplicasBeyondTheClusterNeedABiggerCluster(t *testing.T) {
 // For a moment after a cluster starts or its meta leader changes, the leader has not
 // heard every node's statistics and refuses to place replicas: "no suitable peers for
 // placement, peer offline" (seen under load right after StartCluster). Provisioning
-// tries again for placementGrace, then gives up with the server's error; other
+// tries again for retry.PlacementGrace, then gives up with the server's error; other
 // refusals are not retried.
 func TestRetryPlacementWaitsOutOfflinePeers(t *testing.T) {
 	t.Parallel()
@@ -67,7 +68,7 @@ func TestRetryPlacementWaitsOutOfflinePeers(t *testing.T) {
 	ctx := testenv.Context(t, 30*time.Second)
 
 	calls := 0
-	err := retryPlacement(ctx, func(context.Context) error {
+	err := retry.Placement(ctx, func(context.Context) error {
 		if calls++; calls < 3 {
 			return offline
 		}
@@ -78,15 +79,15 @@ func TestRetryPlacementWaitsOutOfflinePeers(t *testing.T) {
 	}
 
 	calls = 0
-	if err := retryPlacement(ctx, func(context.Context) error { calls++; return tooFew }); !errors.Is(err, tooFew) || calls != 1 {
+	if err := retry.Placement(ctx, func(context.Context) error { calls++; return tooFew }); !errors.Is(err, tooFew) || calls != 1 {
 		t.Fatalf("too few peers: err %v after %d calls; want it at once", err, calls)
 	}
 
 	start := time.Now()
-	if err := retryPlacement(ctx, func(context.Context) error { return offline }); !errors.Is(err, offline) {
+	if err := retry.Placement(ctx, func(context.Context) error { return offline }); !errors.Is(err, offline) {
 		t.Fatalf("err %v, want the server's refusal after the grace", err)
 	}
-	if took := time.Since(start); took < placementGrace || took > placementGrace+5*time.Second {
-		t.Errorf("gave up after %s; want about %s", took, placementGrace)
+	if took := time.Since(start); took < retry.PlacementGrace || took > retry.PlacementGrace+5*time.Second {
+		t.Errorf("gave up after %s; want about %s", took, retry.PlacementGrace)
 	}
 }

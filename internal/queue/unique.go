@@ -123,7 +123,7 @@ func OpenUniques(ctx context.Context, js jetstream.JetStream, o *Objects) (*Uniq
 	jobs := o.Stream.CachedInfo().Config
 	ctx = retry.WithConn(ctx, js.Conn())
 	var kv jetstream.KeyValue
-	err := retryPlacement(ctx, func(ctx context.Context) error {
+	err := retry.Placement(ctx, func(ctx context.Context) error {
 		var err error
 		kv, err = js.KeyValue(ctx, n.UniqueBucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
