@@ -58,6 +58,9 @@ func TestSimulation(t *testing.T) {
 	}
 	n := *seeds
 	if n == 0 {
+		if raceDetector {
+			t.Skip("the race detector's runtime does not last a simulation run (race_on_test.go); .ci/run runs it without")
+		}
 		n = defaultSeeds
 	}
 	lost := 0
