@@ -34,6 +34,7 @@ type figures struct {
 	runs, extraRuns, jobsRan int // command starts; beyond one per job (and the flaky jobs' planned retry)
 	maxAttempt               int
 	deadLetters              int
+	afterEnd                 int // runs whose claim came after their job's record became terminal: must stay 0
 	pauses                   []string
 }
 
@@ -106,6 +107,19 @@ func check(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o *obs
 		}
 		ran := distinctRuns(t, "job "+id, runs, &f, desc)
 		tokens := func(tok uint64) bool { _, ok := ran[tok]; return ok }
+		// No run after the end: every run's token (its claim's revision) comes
+		// before the job's first terminal revision heard.
+		for _, r := range revs {
+			if r.rec.State == "done" || r.rec.State == "dead" || r.rec.State == "cancelled" {
+				for tok := range ran {
+					if tok > r.seq {
+						f.afterEnd++
+						t.Errorf("VIOLATION (run after the end): job %s: a run with token %d started after its record became %s at rev %d; %s", id, tok, r.rec.State, r.seq, desc())
+					}
+				}
+				break
+			}
+		}
 		if len(revs) == 0 {
 			t.Errorf("VIOLATION (lost job): job %s (%s) was confirmed but has no record; %s", id, payload, desc())
 			continue
@@ -436,6 +450,7 @@ func (f figures) String() string {
 	s += fmt.Sprintf("record revisions %d (heard live %d, read back %d, overwritten unheard in kill windows %d)\n", f.revisions+f.unobserved, f.revisions-f.readBack, f.readBack, f.unobserved)
 	s += fmt.Sprintf("stale commits refused (\"was reassigned\" in worker logs): %d\n", f.reassigned)
 	s += fmt.Sprintf("command runs %d for %d jobs: %d duplicate runs beyond the planned ones; highest attempt %d\n", f.runs, f.jobsRan, f.extraRuns, f.maxAttempt)
+	s += fmt.Sprintf("runs started after their record was terminal: %d\n", f.afterEnd)
 	for _, p := range f.pauses {
 		s += "pause after " + p + "\n"
 	}
