@@ -82,18 +82,27 @@ func (w *world) faults(prod *client) {
 func (w *world) remember() {
 	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
 	defer cancel()
-	s, err := w.admin.Stream(ctx, w.names.Stream)
-	if err != nil {
+	s, seq, ok := w.randomMessage(ctx)
+	if !ok {
 		return
 	}
-	st := s.CachedInfo().State
-	if st.Msgs == 0 {
-		return
-	}
-	seq := st.FirstSeq + uint64(w.intn(int(st.LastSeq-st.FirstSeq+1)))
 	if m, err := s.GetMsg(ctx, seq); err == nil {
 		w.copies = append(w.copies, m)
 	}
+}
+
+// randomMessage is the jobs stream and a sequence between its first and last
+// message (the message may be gone); false when the stream is empty or unread.
+func (w *world) randomMessage(ctx context.Context) (jetstream.Stream, uint64, bool) {
+	s, err := w.admin.Stream(ctx, w.names.Stream)
+	if err != nil {
+		return nil, 0, false
+	}
+	st := s.CachedInfo().State
+	if st.Msgs == 0 {
+		return nil, 0, false
+	}
+	return s, st.FirstSeq + uint64(w.intn(int(st.LastSeq-st.FirstSeq+1))), true
 }
 
 // sendCopy stores again a message remembered earlier (remember, capture).
@@ -170,16 +179,17 @@ func (w *world) leftovers(kv jetstream.KeyValue) {
 func (w *world) removeMessage(seq uint64) {
 	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
 	defer cancel()
-	s, err := w.admin.Stream(ctx, w.names.Stream)
-	if err != nil {
-		return
-	}
-	st := s.CachedInfo().State
-	if st.Msgs == 0 {
-		return
-	}
+	var s jetstream.Stream
 	if seq == 0 {
-		seq = st.FirstSeq + uint64(w.intn(int(st.LastSeq-st.FirstSeq+1)))
+		var ok bool
+		if s, seq, ok = w.randomMessage(ctx); !ok {
+			return
+		}
+	} else {
+		var err error
+		if s, err = w.admin.Stream(ctx, w.names.Stream); err != nil {
+			return
+		}
 	}
 	m, err := s.GetMsg(ctx, seq)
 	if err != nil {
@@ -189,7 +199,7 @@ func (w *world) removeMessage(seq uint64) {
 	if err := s.DeleteMsg(ctx, seq); err == nil {
 		w.hist.note("remove message %d of %s", seq, id)
 		w.mu.Lock()
-		w.removed[id] = time.Now()
+		w.removed[id] = true
 		w.mu.Unlock()
 	}
 }

@@ -101,7 +101,7 @@ func simulateIn(t *testing.T, seed int64, verbose bool) (*history, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := &world{seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), hist: newHistory(), ctx: ctx, verbose: verbose,
-		removed: map[string]time.Time{}}
+		removed: map[string]bool{}}
 	eng, err := startEngine(t.TempDir())
 	if err != nil {
 		return w.hist, err

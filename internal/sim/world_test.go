@@ -47,8 +47,8 @@ type world struct {
 	nextPID int
 	copies  []*jetstream.RawStreamMsg // messages seen in the stream, to send again (sendCopy)
 	mu      sync.Mutex
-	removed map[string]time.Time // jobs whose message an operator removed, and when (removeMessage); guarded by mu
-	verbose bool                 // the workers log into the history, at debug level
+	removed map[string]bool // jobs whose message an operator removed (removeMessage); guarded by mu
+	verbose bool            // the workers log into the history, at debug level
 }
 
 // historyWriter writes a worker's log lines into the history.
