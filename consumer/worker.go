@@ -171,6 +171,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	var slots sync.WaitGroup
 	slots.Add(1)
 	go func() { defer slots.Done(); w.limits.watch(slotCtx) }()
+	slots.Add(1)
+	go func() { defer slots.Done(); w.sweepEnqueues(slotCtx) }()
 	expiry, _ := pullTimes(w.cfg.ackWait, w.cfg.heartbeat)
 	for range w.cfg.concurrency {
 		slots.Add(1)

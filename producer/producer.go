@@ -37,8 +37,8 @@ type Producer struct {
 	flows   *workflow.Releaser // tells a cancelled workflow task's dependents
 	// workflowStep, when set (by tests), is called before each write of
 	// EnqueueWorkflow with the step ("record", "root") and the task's index, and
-	// before a sequenced enqueue's batch ("sequence-batch", its try); an error it
-	// returns fails that write.
+	// before a sequenced enqueue's batch ("sequence-batch", its try) and its publish
+	// ("sequence-publish"); an error it returns fails that write.
 	workflowStep func(step string, n int) error
 
 	indexMu sync.Mutex

@@ -160,9 +160,14 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 		case live:
 			// The job before may have ended between the read and the batch: its end
 			// found no successor then, so this enqueue tells the new job.
-			return JobInfo{ID: j.ID, Waiting: true}, p.tellIfEnded(ctx, key, j.ID, pred.ID)
+			return JobInfo{ID: j.ID, Waiting: true}, p.flows.TellIfEnded(ctx, key, j.ID, pred.ID)
 		case halt:
 			return JobInfo{ID: j.ID, Waiting: true}, nil
+		}
+		if p.workflowStep != nil {
+			if err := p.workflowStep("sequence-publish", round); err != nil {
+				return JobInfo{ID: j.ID}, err
+			}
 		}
 		ack, err := p.publish(ctx, msg)
 		if err != nil {
@@ -175,33 +180,6 @@ func (p *Producer) enqueueInSequence(ctx context.Context, j *Job, msg *nats.Msg)
 	return JobInfo{ID: j.ID}, fmt.Errorf("sequence %q: its tail kept changing", key)
 }
 
-// tellIfEnded tells job id, which waits for job pred, that pred ended, if it has
-// (as a sequence's job ends: Releaser.SequenceEnded). It finishes pred's end as
-// pred's own end does (Releaser.Ended): that end ran before id's link was written,
-// found no successor, and left the link for this enqueue to tell and drop.
-func (p *Producer) tellIfEnded(ctx context.Context, key, id, pred string) error {
-	cur, err := p.records.Get(ctx, pred)
-	switch {
-	case errors.Is(err, record.ErrNotFound) || errors.Is(err, record.ErrCorrupt):
-		// Expired or removed: it ended long ago.
-		if err := p.flows.TellJob(ctx, id, pred, false, nil); err != nil {
-			return err
-		}
-		_, rev, err := workflow.ReadLink(ctx, p.records, workflow.NextKey(key, pred))
-		if err != nil {
-			return err
-		}
-		return p.records.DeleteKey(ctx, workflow.NextKey(key, pred), rev)
-	case err != nil:
-		return err
-	}
-	ended, _, err := p.flows.SequenceEnded(ctx, cur)
-	if err != nil || !ended {
-		return err
-	}
-	return p.flows.Ended(ctx, cur)
-}
-
 // finishSequenced finishes, for the key's new enqueue, what an enqueue of rec (the
 // key's last job) that died may have left undone: a queued job whose message was
 // never published, or a waiting job whose predecessor ended before it was linked. An
@@ -211,39 +189,20 @@ func (p *Producer) finishSequenced(ctx context.Context, rec *record.Record) erro
 	if time.Since(rec.EnqueuedAt) < p.cfg.ackTimeout || rec.Attempt > 0 {
 		return nil
 	}
-	return p.finishEnqueue(ctx, rec)
-}
-
-// finishEnqueue finishes what an enqueue of rec, a job not claimed yet, may have left
-// undone. A queued job's message may not have been published (publishing it again is
-// the same job); when it was released by the job before it (after), that job's end
-// may not have dropped its successor link either (the release's publish failed, say):
-// that end is finished first. A job waiting for a job that ended is told.
-func (p *Producer) finishEnqueue(ctx context.Context, rec *record.Record) error {
-	switch {
-	case rec.State == record.Queued && rec.After != "":
-		if err := p.tellIfEnded(ctx, rec.SequenceKey, rec.ID, rec.After); err != nil {
-			return err
-		}
-		return p.flows.Release(ctx, rec) // a resumed job's release has no link to finish
-	case rec.State == record.Queued:
-		return p.flows.Release(ctx, rec)
-	case rec.State == record.Waiting && rec.After != "" && len(rec.WaitingFor) > 0:
-		return p.tellIfEnded(ctx, rec.SequenceKey, rec.ID, rec.After)
-	}
-	return nil
+	_, err := p.flows.FinishEnqueue(ctx, rec)
+	return err
 }
 
 // sequencedDuplicate answers a sequenced enqueue whose job id has a record: the job
 // was enqueued before (by this enqueue, retried, or another). What an enqueue of it
-// that failed may have left undone is finished now (finishEnqueue).
+// that failed may have left undone is finished now (workflow.Releaser.FinishEnqueue).
 func (p *Producer) sequencedDuplicate(ctx context.Context, id string) (JobInfo, error) {
 	rec, err := p.records.Get(ctx, id)
 	if err != nil {
 		return JobInfo{ID: id}, err
 	}
 	if rec.Attempt == 0 && rec.SequenceKey != "" {
-		if err := p.finishEnqueue(ctx, rec); err != nil {
+		if _, err := p.flows.FinishEnqueue(ctx, rec); err != nil {
 			return JobInfo{ID: id}, err
 		}
 	}

@@ -83,7 +83,7 @@ func (p *Producer) enqueueSequencedBatch(ctx context.Context, items []seqItem, s
 					info = JobInfo{ID: it.j.ID, Sequence: ack.Sequence, Duplicate: ack.Duplicate}
 				}
 			case pl.waits != "":
-				err = p.tellIfEnded(ctx, it.j.Sequence, it.j.ID, pl.waits)
+				err = p.flows.TellIfEnded(ctx, it.j.Sequence, it.j.ID, pl.waits)
 			}
 			set(it.i, info, err)
 		}

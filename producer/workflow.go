@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -167,7 +168,7 @@ func (p *Producer) EnqueueWorkflow(ctx context.Context, wf *Workflow) (*Workflow
 		return fail(err)
 	}
 	start := time.Now()
-	if err := p.storeWorkflow(ctx, plan); err != nil {
+	if err := p.storeWorkflow(ctx, wf.ID, plan); err != nil {
 		return fail(err)
 	}
 	p.metrics.enqueueTime.Observe(time.Since(start).Seconds())
@@ -218,6 +219,10 @@ func (p *Producer) planWorkflow(ctx context.Context, wf *Workflow) ([]plannedTas
 			rec.State, rec.WaitingFor = record.Waiting, slices.Clone(t.parents)
 			msg.Header.Del(queue.HeaderID)
 			rec.Message, msg = &record.Message{Subject: msg.Subject, Header: msg.Header, Data: msg.Data}, nil
+		} else {
+			// A root: its message is published once every record is written, and kept
+			// in its record too, for the sweep to publish if this process dies first.
+			rec.Message = &record.Message{Subject: msg.Subject, Header: msg.Header, Data: msg.Data}
 		}
 		if err := workflow.CheckRecordSize(rec, p.js.Conn().MaxPayload()); err != nil {
 			return nil, fmt.Errorf("%w: task %q: %w", workflow.ErrInvalid, t.name, err)
@@ -227,22 +232,39 @@ func (p *Producer) planWorkflow(ctx context.Context, wf *Workflow) ([]plannedTas
 	return plan, nil
 }
 
-// storeWorkflow writes the planned tasks: every record, then the roots' messages,
-// pipelined. A failure before the roots removes what was written; one among the
-// roots cancels every task.
-func (p *Producer) storeWorkflow(ctx context.Context, plan []plannedTask) error {
+// storeWorkflow writes the planned tasks of workflow wf: its enqueue's mark, every
+// record, then the roots' messages, pipelined, then it deletes the mark. A failure
+// before the roots removes what was written; one among the roots cancels every task.
+// The mark lets the sweep (internal/workflow) finish the enqueue if this process dies
+// before its end: so the roots are published only within half the sweep's grace of
+// it.
+func (p *Producer) storeWorkflow(ctx context.Context, wf string, plan []plannedTask) error {
 	tried := make([]bool, len(plan)) // a create of the task's record was sent
+	m := workflow.Enqueue{Workflow: wf, Enqueue: jobid.New()}
 	for i := range plan {
 		plan[i].i = i
+		m.Tasks = append(m.Tasks, plan[i].rec.Task)
+		if plan[i].rec.State == record.Queued {
+			m.Roots = append(m.Roots, plan[i].rec.Task)
+		}
 	}
-	err := p.sendEach(ctx, plan, "record", func(t plannedTask) (*nats.Msg, error) {
+	start := time.Now()
+	unmark, err := p.markEnqueue(ctx, m)
+	if err != nil {
+		return err
+	}
+	err = p.sendEach(ctx, plan, "record", func(t plannedTask) (*nats.Msg, error) {
 		tried[t.i] = true
 		return p.records.WriteMsg(t.rec, 0)
 	}, p.settleRecord)
+	if err == nil && time.Since(start) > workflow.EnqueueGrace/2 {
+		err = fmt.Errorf("its records took %s to write, past half the sweep's grace (%s): the sweep may be removing them", time.Since(start).Round(time.Millisecond), workflow.EnqueueGrace)
+	}
 	if err != nil {
 		if rerr := p.removeWorkflow(plan, tried); rerr != nil {
 			return fmt.Errorf("%w (and removing what was written failed: %w)", err, rerr)
 		}
+		unmark()
 		return err
 	}
 	err = p.sendEach(ctx, plan, "root", func(t plannedTask) (*nats.Msg, error) {
@@ -260,9 +282,38 @@ func (p *Producer) storeWorkflow(ctx context.Context, plan []plannedTask) error 
 		if cerr := p.cancelWorkflow(plan); cerr != nil {
 			return fmt.Errorf("%w (and cancelling its tasks failed: %w)", err, cerr)
 		}
+		unmark()
 		return fmt.Errorf("%w; every task of the workflow was cancelled", err)
 	}
+	unmark()
 	return nil
+}
+
+// markEnqueue writes the mark of workflow enqueue m (workflow.EnqueueKey) and returns
+// what deletes it, best effort: a mark left behind is the sweep's to delete, after it
+// has checked the workflow. A mark there already is another enqueue of the workflow's
+// id, under way or left: ErrWorkflowExists.
+func (p *Producer) markEnqueue(ctx context.Context, m workflow.Enqueue) (unmark func(), err error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if limit := p.js.Conn().MaxPayload(); int64(len(b))+512 > limit {
+		return nil, fmt.Errorf("%w: the names of its %d tasks take %d bytes, more than the server's max payload (%d) leaves", workflow.ErrInvalid, len(m.Tasks), len(b), limit)
+	}
+	key := workflow.EnqueueKey(m.Workflow)
+	rev, err := p.records.CreateKey(ctx, key, b)
+	if errors.Is(err, record.ErrConflict) {
+		return nil, fmt.Errorf("%w: an enqueue of workflow %s is under way, or was left half done and is not swept yet", ErrWorkflowExists, m.Workflow)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		_ = p.records.DeleteKey(ctx, key, rev)
+	}, nil
 }
 
 // settleRecord settles the pipelined create of task t's record. A create refused

@@ -62,11 +62,20 @@ func (s Store) KeysUnder(ctx context.Context, prefix string, each func(key strin
 	}
 }
 
+// KeyEntry is a raw key's value as FirstKeyUnder reads it: the key, the value, when
+// the stream's leader wrote it (server time) and its revision.
+type KeyEntry struct {
+	Key   string
+	Value []byte
+	At    time.Time
+	Rev   uint64
+}
+
 // FirstKeyUnder reads the oldest value (by revision), from revision from on, of the
-// raw keys under prefix that is not a marker, with when it was written and its
-// revision: ErrNotFound when there is none. It makes one direct get, one more per
-// marker it steps over.
-func (s Store) FirstKeyUnder(ctx context.Context, prefix string, from uint64) (key string, at time.Time, rev uint64, err error) {
+// raw keys under prefix that is not a marker: ErrNotFound when there is none. It makes
+// one direct get, one more per marker it steps over. Read from revision 1, then from
+// each entry's Rev+1, it visits the live keys oldest write first.
+func (s Store) FirstKeyUnder(ctx context.Context, prefix string, from uint64) (KeyEntry, error) {
 	full := "$KV." + s.Bucket + "."
 	for seq := max(from, 1); ; {
 		req, err := json.Marshal(struct {
@@ -74,20 +83,20 @@ func (s Store) FirstKeyUnder(ctx context.Context, prefix string, from uint64) (k
 			Next string `json:"next_by_subj"`
 		}{seq, full + prefix + ">"})
 		if err != nil {
-			return "", time.Time{}, 0, err
+			return KeyEntry{}, err
 		}
 		m, err := s.JS.Conn().RequestWithContext(ctx, apiPrefix(s.JS)+"DIRECT.GET.KV_"+s.Bucket, req)
 		if err != nil {
-			return "", time.Time{}, 0, fmt.Errorf("first key under %q: %w", prefix, err)
+			return KeyEntry{}, fmt.Errorf("first key under %q: %w", prefix, err)
 		}
 		if status := m.Header.Get("Status"); status == "404" {
-			return "", time.Time{}, 0, ErrNotFound
+			return KeyEntry{}, ErrNotFound
 		} else if status != "" {
-			return "", time.Time{}, 0, fmt.Errorf("first key under %q: direct get: %s %s", prefix, status, m.Header.Get("Description"))
+			return KeyEntry{}, fmt.Errorf("first key under %q: direct get: %s %s", prefix, status, m.Header.Get("Description"))
 		}
 		var n uint64
 		if _, err := fmt.Sscan(m.Header.Get(jetstream.SequenceHeader), &n); err != nil || n < seq {
-			return "", time.Time{}, 0, errors.New("first key under " + prefix + ": direct get answered without a sequence")
+			return KeyEntry{}, errors.New("first key under " + prefix + ": direct get answered without a sequence")
 		}
 		if isMarkerHeader(m.Header) {
 			seq = n + 1
@@ -95,9 +104,9 @@ func (s Store) FirstKeyUnder(ctx context.Context, prefix string, from uint64) (k
 		}
 		at, err := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
 		if err != nil {
-			return "", time.Time{}, 0, fmt.Errorf("first key under %q: its time: %w", prefix, err)
+			return KeyEntry{}, fmt.Errorf("first key under %q: its time: %w", prefix, err)
 		}
-		return strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), full), at, n, nil
+		return KeyEntry{Key: strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), full), Value: m.Data, At: at, Rev: n}, nil
 	}
 }
 

@@ -45,7 +45,7 @@ func TestKeyIndex(t *testing.T) {
 		slices.Sort(got)
 		return got
 	}
-	if _, _, _, err := s.FirstKeyUnder(ctx, "==.l.", 0); !errors.Is(err, record.ErrNotFound) {
+	if _, err := s.FirstKeyUnder(ctx, "==.l.", 0); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("FirstKeyUnder of none: %v, want ErrNotFound", err)
 	}
 	put := func(key string, prev uint64) uint64 {
@@ -71,11 +71,12 @@ func TestKeyIndex(t *testing.T) {
 	if got := keys(); !slices.Equal(got, []string{"==.l.a", "==.l.b", "==.l.gone"}) {
 		t.Fatalf("keys under ==.l.: %v", got)
 	}
-	if k, at, rev, err := s.FirstKeyUnder(ctx, "==.l.", 0); err != nil || k != "==.l.a" || rev != revA || at.Before(beforeA.Add(-time.Second)) || at.After(time.Now()) {
-		t.Fatalf("FirstKeyUnder: %q at %s, revision %d, %v; want ==.l.a, written after %s", k, at, rev, err, beforeA)
+	if e, err := s.FirstKeyUnder(ctx, "==.l.", 0); err != nil || e.Key != "==.l.a" || e.Rev != revA || string(e.Value) != `{"job":"x"}` ||
+		e.At.Before(beforeA.Add(-time.Second)) || e.At.After(time.Now()) {
+		t.Fatalf("FirstKeyUnder: %+v, %v; want ==.l.a, written after %s", e, err, beforeA)
 	}
-	if k, _, _, err := s.FirstKeyUnder(ctx, "==.l.", revA+1); err != nil || k != "==.l.b" {
-		t.Fatalf("FirstKeyUnder after a: %q, %v; want ==.l.b", k, err)
+	if e, err := s.FirstKeyUnder(ctx, "==.l.", revA+1); err != nil || e.Key != "==.l.b" {
+		t.Fatalf("FirstKeyUnder after a: %+v, %v; want ==.l.b", e, err)
 	}
 
 	if err := s.DeleteKey(ctx, "==.l.a", revA); err != nil {

@@ -1,8 +1,10 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -58,6 +60,38 @@ func (s Store) KeyMsg(key string, value []byte, prev uint64) *nats.Msg {
 	h := expectRevision(prev)
 	h.Set(jetstream.MsgTTLHeader, "never")
 	return &nats.Msg{Subject: "$KV." + s.Bucket + "." + key, Data: value, Header: h}
+}
+
+// CreateKey writes value at raw key where the key has no value (none, or a marker,
+// written over), never to expire, and returns its revision: ErrConflict if another
+// value is there. A write whose reply was lost and that landed is found as its value.
+func (s Store) CreateKey(ctx context.Context, key string, value []byte) (uint64, error) {
+	var rev uint64 // the revision the write expects: 0, then the marker's
+	for range 3 {
+		var ack *jetstream.PubAck
+		err := retry.UntilLeader(ctx, func() error {
+			var err error
+			ack, err = s.JS.PublishMsg(ctx, s.KeyMsg(key, value, rev))
+			return err
+		})
+		switch {
+		case err == nil:
+			return ack.Sequence, nil
+		case !jserr.IsConflict(err):
+			return 0, err
+		}
+		cur, at, err := s.GetKey(ctx, key)
+		switch {
+		case err == nil && bytes.Equal(cur, value):
+			return at, nil
+		case err == nil:
+			return 0, fmt.Errorf("%w: %s: a value is there", ErrConflict, key)
+		case !errors.Is(err, ErrNotFound):
+			return 0, err
+		}
+		rev = at
+	}
+	return 0, fmt.Errorf("%w: %s: kept changing", ErrConflict, key)
 }
 
 // DeleteKey deletes raw key if its value is still at revision rev; nothing if it

@@ -32,6 +32,8 @@ type Releaser struct {
 	pending map[string]*telling       // by dependent's id: told, not written yet
 	writing map[string]bool           // by dependent's id: a caller is writing its tellings
 	wrote   map[string]*record.Record // by dependent's id: what the last write left waiting (at most maxWrote)
+
+	tails, links, enqueues uint64 // where the sweep goes on (sweep.go)
 }
 
 // maxWrote bounds the records Releaser keeps of its last writes: the fan-ins under
@@ -284,24 +286,12 @@ func (r *Releaser) Release(ctx context.Context, dep *record.Record) error {
 
 // inQueue reports whether the queue's jobs stream holds message seq.
 func (r *Releaser) inQueue(ctx context.Context, seq uint64) (bool, error) {
-	r.mu.Lock()
-	s := r.Stream
-	r.mu.Unlock()
-	if s == nil {
-		err := retry.Do(ctx, func(ctx context.Context) error {
-			var err error
-			s, err = r.JS.Stream(ctx, r.Names.Stream)
-			return err
-		})
-		if err != nil {
-			return false, err
-		}
-		r.mu.Lock()
-		r.Stream = s
-		r.mu.Unlock()
+	s, err := r.stream(ctx)
+	if err != nil {
+		return false, err
 	}
 	in := false
-	err := retry.Do(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, func(ctx context.Context) error {
 		_, err := s.GetMsg(ctx, seq)
 		in = err == nil
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -310,6 +300,28 @@ func (r *Releaser) inQueue(ctx context.Context, seq uint64) (bool, error) {
 		return err
 	})
 	return in, err
+}
+
+// stream is the queue's jobs stream, looked up the first time it is needed.
+func (r *Releaser) stream(ctx context.Context) (jetstream.Stream, error) {
+	r.mu.Lock()
+	s := r.Stream
+	r.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	err := retry.Do(ctx, func(ctx context.Context) error {
+		var err error
+		s, err = r.JS.Stream(ctx, r.Names.Stream)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.Stream = s
+	r.mu.Unlock()
+	return s, nil
 }
 
 // validTarget reports whether subject is one of job id's job subjects.

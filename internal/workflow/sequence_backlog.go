@@ -69,18 +69,18 @@ func SequenceBacklog(ctx context.Context, store record.Store) (Backlog, error) {
 		return b, nil
 	}
 	for from := uint64(0); ; {
-		k, at, rev, err := store.FirstKeyUnder(ctx, NextPrefix, from)
+		e, err := store.FirstKeyUnder(ctx, NextPrefix, from)
 		switch {
 		case errors.Is(err, record.ErrNotFound):
 			return b, nil // the links went since they were listed
 		case err != nil:
 			return Backlog{}, fmt.Errorf("sequences' backlog: %w", err)
 		}
-		_, pred, _ := strings.Cut(strings.TrimPrefix(k, NextPrefix), ".")
+		_, pred, _ := strings.Cut(strings.TrimPrefix(e.Key, NextPrefix), ".")
 		if id, ok := wireid.Decode(pred); ok && live(id) {
-			b.Oldest = at
+			b.Oldest = e.At
 			return b, nil
 		}
-		from = rev + 1
+		from = e.Rev + 1
 	}
 }
