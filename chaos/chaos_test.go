@@ -106,7 +106,11 @@ func enqueue(ctx context.Context, p *producer.Producer, ids []string, payload ma
 
 // TestChaosSingleNode: a nats-server process with sync always, workq work processes
 // SIGKILLed and replaced, one SIGSTOPped past AckWait, the server SIGKILLed and restarted.
-func TestChaosSingleNode(t *testing.T) {
+func TestChaosSingleNode(t *testing.T) { chaosSingleNode(t, "single-node", nil) }
+
+// chaosSingleNode runs TestChaosSingleNode's chaos, its workers launched from binary
+// (nil: this module's workq; see workerPool.binary).
+func chaosSingleNode(t *testing.T, what string, binary func(slot, gen int) string) {
 	sc := sizes()
 	begin := time.Now()
 	dir := workDir(t)
@@ -138,7 +142,7 @@ func TestChaosSingleNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	wp := &workerPool{t: t, dir: dir, queue: q, url: srv.url(), ackWait: sc.ackWait, concurrency: sc.conc, sleep: sc.sleep}
+	wp := &workerPool{t: t, dir: dir, queue: q, url: srv.url(), ackWait: sc.ackWait, concurrency: sc.conc, sleep: sc.sleep, binary: binary}
 	wp.start(sc.workers)
 	chaosStart := time.Now()
 	t.Logf("%s run: %d jobs (%d up front), %d workers × %d, AckWait %s; servers and workers up in %s",
@@ -223,8 +227,8 @@ func TestChaosSingleNode(t *testing.T) {
 	wp.stopAll(30 * time.Second)
 
 	f := check(t, q, nc, js, o, wp, confirmed, windows)
-	t.Logf("%s single-node run: %d worker kills, %d stalls, %d server kills; processing %s, total %s\n%s",
-		sc.name, kills, stalls, serverKills, processing.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), f)
+	t.Logf("%s %s run: %d worker kills, %d stalls, %d server kills; processing %s, total %s\n%s",
+		sc.name, what, kills, stalls, serverKills, processing.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), f)
 }
 
 // TestChaosCluster: a 3-node cluster of nats-server processes, an R3 queue, the stream

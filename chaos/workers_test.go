@@ -50,6 +50,9 @@ type workerPool struct {
 	// program, when set, is the worker's command line and extra environment in place
 	// of `workq work`; it must log each run as jobScript does, to w.runLog.
 	program func(wp *workerPool, w *worker) (env []string, path string, args []string)
+	// binary, when set, is the workq binary the worker launched into slot as the
+	// gen-th launch of the pool runs (a rolling deploy mixes two builds); else workqBin.
+	binary func(slot, gen int) string
 
 	mu    sync.Mutex
 	slots []*worker
@@ -75,12 +78,17 @@ func (wp *workerPool) start(n int) {
 func (wp *workerPool) launch(slot int) *worker {
 	wp.mu.Lock()
 	wp.gen++
-	w := &worker{name: fmt.Sprintf("w%d-%d", slot+1, wp.gen), slot: slot}
+	gen := wp.gen
 	wp.mu.Unlock()
+	w := &worker{name: fmt.Sprintf("w%d-%d", slot+1, gen), slot: slot}
 	w.runLog = filepath.Join(wp.dir, "runs-"+w.name+".log")
 	w.log = filepath.Join(wp.dir, "workq-"+w.name+".log")
 	env := []string{"CHAOS_RUNLOG=" + w.runLog, "CHAOS_SLEEP=" + wp.sleep}
-	path, args := workqBin, []string{"work", wp.queue, "--server", wp.url, "--wait", "60s", "--name", w.name,
+	path := workqBin
+	if wp.binary != nil {
+		path = wp.binary(slot, gen)
+	}
+	args := []string{"work", wp.queue, "--server", wp.url, "--wait", "60s", "--name", w.name,
 		"--concurrency", strconv.Itoa(wp.concurrency), "--ack-wait", wp.ackWait.String(),
 		"--backoff", "200ms", "--backoff-max", "1s", "--max-attempts", "10",
 		"--drain-timeout", "10s", "--kill-grace", "1s",
