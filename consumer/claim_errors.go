@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -25,14 +26,13 @@ func claimBackoff(delivered uint64) time.Duration {
 // meet again (a write the server refuses, not a timeout) makes the worker unhealthy
 // with it (Health) until a claim works.
 func (w *Worker) claimFailed(j *Job, err error) {
-	w.ended(j, endUnsettled, err, 0, "step", "claim")
 	if !jserr.Transient(err) {
-		err = fmt.Errorf("claiming jobs: job %s: %w", j.id, err)
+		err := fmt.Errorf("claiming jobs: job %s: %w", j.id, err)
 		if prev := w.claims.Swap(&err); prev == nil || (*prev).Error() != err.Error() {
 			w.log.Error("claims fail: jobs are put back and tried again later", "err", err)
 		}
 	}
-	j.nak(claimBackoff(j.md.NumDelivered))
+	w.execute(context.Background(), j, unsettled("claim", err, claimBackoff(j.md.NumDelivered)))
 }
 
 // claimsWork records a claim that was made (or decided without an error).

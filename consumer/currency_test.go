@@ -66,7 +66,7 @@ func TestCutOffWorkerDoesNotRunItsBufferedJobs(t *testing.T) {
 	close(releaseA)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		s := wA.Stats()
-		if s.Reassigned == 1 && s.AlreadyDone+s.Stale >= 1 {
+		if s.Reassigned == 1 && s.AlreadyDone+s.Watched >= 1 {
 			break
 		}
 		if time.Now().After(deadline) {

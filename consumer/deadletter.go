@@ -14,34 +14,17 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/workq/workq/internal/queue"
-	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/retry"
 	"github.com/workq/workq/internal/wireid"
 )
 
-// deadLetter moves j to the dead-letter stream: the record says dead (fenced on the
-// claim when fence is set), a copy of the message with headers saying why is
-// published, and the original is terminated. If the copy cannot be published the
-// job is redelivered later and, finding its record dead, publishes it then; the
-// copy's message id makes that idempotent within the duplicate window. The copy is
-// shrunk to fit the server's max payload (see fitDeadLetter), so a job that was
-// published without leaving DeadLetterReserve free is dead-lettered all the same.
-func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence bool) {
-	if fence {
-		err := w.update(ctx, j, func(next *record.Record) {
-			next.State, next.FinishedAt, next.RetryAt = record.Dead, time.Now(), time.Time{}
-			if j.unrun {
-				next.Attempt, next.StartedAt = max(0, next.Attempt-1), time.Time{}
-				next.LastError = recordError(reason.Error()) // no attempt failed: not in the history
-			} else {
-				failed(next, next.Attempt, reason)
-			}
-		})
-		if err != nil {
-			w.outcomeFailed(j, "dead-letter", err)
-			return
-		}
-	}
+// publishDead publishes j's dead letter: a copy of its message with headers saying
+// why it died (reason), shrunk to fit the server's max payload (see fitDeadLetter),
+// so that a job published without leaving DeadLetterReserve free is dead-lettered all
+// the same. Its message id (the job's and its message's sequence) makes publishing it
+// again idempotent within the duplicate window: a delivery whose publish failed is put
+// back, and the next, finding the record dead, publishes it then.
+func (w *Worker) publishDead(ctx context.Context, j *Job, reason error) error {
 	wctx, cancel := w.writeContext(ctx)
 	defer cancel()
 	msg, cut := deadMessage(deadJob{
@@ -55,24 +38,10 @@ func (w *Worker) deadLetter(ctx context.Context, j *Job, reason error, fence boo
 		}
 		level(fmt.Sprintf("dead letter of job %s shrunk to fit the server's max payload", j.id), "job", j.id, "cut", cut.String())
 	}
-	err := retry.Do(wctx, func(c context.Context) error {
+	return retry.Do(wctx, func(c context.Context) error {
 		_, err := w.js.PublishMsg(c, msg)
 		return err
 	})
-	if err != nil {
-		w.ended(j, endUnsettled, err, 0, "step", "dead letter")
-		j.nak(w.cfg.backoff(1))
-		return
-	}
-	w.releaseUnique(ctx, j)
-	if fence || !j.fenced { // not a copy of a job that died before
-		j.spanEvent("dead letter", "attempts", j.attempt)
-		w.ended(j, endDead, reason, 0)
-	}
-	if j.fenced && !w.tellDependents(ctx, j, j.task()) {
-		return
-	}
-	j.term()
 }
 
 // deadJob is what a dead letter is made of: the job's message and where it was.

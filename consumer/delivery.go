@@ -2,17 +2,17 @@ package consumer
 
 // The life of one delivery, in the order it goes: admitted (process), claimed
 // (claimed: the job record decides, see claim.go and docs/delivery.md), run (run),
-// decided (decide.go) and settled (settle.go). A delivery whose job may not run now is
-// ended where the claim says so: acked, terminated, dead-lettered or put back.
+// decided (decide.go) and ended. Every way it can end is a plan (plan.go), and one
+// executor carries plans out (execute, settle.go): the only code that writes the
+// final record, publishes a dead letter, counts, logs and reports the ending, and
+// acks, naks or terminates the message.
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/workq/workq/internal/queue"
-	"github.com/workq/workq/internal/record"
 	"github.com/workq/workq/internal/wireid"
 )
 
@@ -20,9 +20,8 @@ import (
 func (w *Worker) process(ctx context.Context, l *lease) {
 	md, err := l.msg.Metadata()
 	if err != nil {
-		l.stop()
 		w.log.Error("delivery without JetStream metadata; terminating it", "subject", l.msg.Subject(), "err", err)
-		_ = l.msg.Term()
+		_ = l.settle(msgTerm, 0) // no job to count it by
 		return
 	}
 	if md.NumDelivered > 1 {
@@ -68,8 +67,7 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 			w.handBack(l) // stopping while it waited for a limit
 			return
 		}
-		w.ended(j, endUnsettled, err, 0, "step", "queue limits")
-		j.nak(w.cfg.backoff(1))
+		w.execute(ctx, j, unsettled("queue limits", err, w.cfg.backoff(1)))
 		return
 	}
 	defer release()
@@ -82,19 +80,16 @@ func (w *Worker) process(ctx context.Context, l *lease) {
 
 // reject dead-letters a job that cannot be run, without running it.
 func (w *Worker) reject(ctx context.Context, j *Job, reason error) {
-	reason = Permanent(reason)
-	if !j.fenced {
-		w.putRecord(ctx, j, record.Dead, reason, 0)
-		w.deadLetter(ctx, j, reason, false)
-		return
+	if j.fenced {
+		// Claimed first, as a run would be, so that a copy of an enqueue that ended
+		// ends as it would, and the dead record is written over the record the claim
+		// read.
+		if !w.claimed(ctx, j) {
+			return
+		}
+		j.unrun, j.attempt = true, max(0, j.attempt-1)
 	}
-	// Claimed first, as a run would be, so that a copy of an enqueue that ended ends
-	// as it would, and the dead record is written over the record the claim read.
-	if !w.claimed(ctx, j) {
-		return
-	}
-	j.unrun, j.attempt = true, max(0, j.attempt-1)
-	w.deadLetter(ctx, j, reason, true)
+	w.execute(ctx, j, w.deadPlan(j, Permanent(reason)))
 }
 
 // processFenced claims, runs and settles one delivery (see the package doc and
@@ -115,6 +110,17 @@ func (w *Worker) processFenced(ctx context.Context, j *Job) {
 	})
 }
 
+// processUnfenced runs one delivery without claim or commit: at-least-once. It
+// decides as a fenced run does (decide), and settles on its handler slot with an ack,
+// a nak or a dead letter, writing the record best effort (planRun).
+func (w *Worker) processUnfenced(ctx context.Context, j *Job) {
+	if j.unique != "" && !w.holdUnique(ctx, j) {
+		return
+	}
+	herr, cause := w.run(ctx, j)
+	w.settle(ctx, j, decide(herr, cause, j.attempt, j.maxAttempts, w.cfg.backoff))
+}
+
 // claimed claims j and reports whether it may run; a delivery that may not is ended
 // here as its verdict says: acked, terminated, dead-lettered or put back.
 func (w *Worker) claimed(ctx context.Context, j *Job) bool {
@@ -124,64 +130,13 @@ func (w *Worker) claimed(ctx context.Context, j *Job) bool {
 		return false
 	}
 	w.claimsWork()
-	switch v {
-	case runIt:
+	if v == runIt {
 		if j.span != nil {
 			j.span.span.Claimed(j.attempt, j.token)
 		}
 		return true
-	case repeated:
-		// Another enqueue holds the record, and its dependents are its own.
-		j.endSpan("already ended", nil)
-		w.stats.alreadyDone.Add(1)
-		w.ack(j)
-	case alreadyDone:
-		j.endSpan("already ended", nil)
-		w.stats.alreadyDone.Add(1)
-		if w.tellDependents(ctx, j, j.claim) {
-			w.ack(j)
-		}
-	case cancelled:
-		if w.tellDependents(ctx, j, j.claim) {
-			w.dropCancelled(j, "dropped before it ran")
-		}
-	case alreadyDead:
-		if j.claim.Sequence != j.md.Sequence.Stream {
-			// Another copy of the enqueue that died: its own message publishes the
-			// dead letter before it is terminated.
-			w.stats.alreadyDone.Add(1)
-			j.endSpan("already ended", nil)
-			if w.tellDependents(ctx, j, j.claim) {
-				j.term()
-			}
-			break
-		}
-		w.deadLetter(ctx, j, errors.New(j.claim.LastError), false)
-	case watched:
-		// Put back, not kept: the server hands it to any worker once the holder's
-		// lease would have run out, or after watchPoll, whichever comes first.
-		w.stats.stale.Add(1)
-		j.metrics.stale.Inc()
-		j.endSpan("watched", nil)
-		j.nak(min(j.retryIn, watchPoll))
-	case busy:
-		w.stats.busy.Add(1)
-		j.endSpan("busy", nil)
-		j.nak(j.retryIn)
-	case early:
-		w.stats.early.Add(1)
-		j.endSpan("early", nil)
-		j.nak(j.retryIn)
-	case unreadable:
-		w.stats.errors.Add(1)
-		j.metrics.failed.Inc()
-		w.log.Error(fmt.Sprintf("job %s: the value at its key is not its record; moving the job to dead letters without running it", j.id),
-			"job", j.id, "sequence", j.md.Sequence.Stream, "delivery", j.md.NumDelivered, "err", j.unreadable)
-		w.deadLetter(ctx, j, fmt.Errorf("job did not run: %w", j.unreadable), true)
-	case exhausted:
-		w.deadLetter(ctx, j, fmt.Errorf("%w: %d attempts (of %d allowed) did not finish: the worker died, stalled or was cut off while running the job",
-			ErrExhausted, j.attempt, j.maxAttempts), true)
 	}
+	w.execute(ctx, j, w.planClaim(j, v))
 	return false
 }
 

@@ -362,7 +362,7 @@ func TestForeignClaimNeverRenewedIsTakenOver(t *testing.T) {
 			}
 			// The worker counts a commit after its record's write, which the test saw.
 			testenv.Eventually(t, 5*time.Second, "the commit counted", func() bool { return w.Stats().Committed == 1 })
-			if s := w.Stats(); s.Committed != 1 || s.Stale == 0 {
+			if s := w.Stats(); s.Committed != 1 || s.Watched == 0 {
 				t.Errorf("stats %+v: want the claim watched, then one commit", s)
 			}
 			lg.waitLine(t, 5*time.Second, "job "+id+": the claim of run", "taking the job over", "queue="+q)

@@ -170,20 +170,12 @@ func (j *Job) loseLocked(cause error) {
 	}
 }
 
-// nak puts the delivery back for redelivery after d. The lease stops first: a
-// progress report after the nak would move the redelivery to AckWait from then.
-func (j *Job) nak(d time.Duration) {
-	j.lease.stop()
-	if err := j.msg.NakWithDelay(d); err != nil {
-		j.w.log.Debug("nak", "job", j.id, "err", err)
-	}
-}
-
-// term removes the delivery from the queue for good (it is in dead letters).
-func (j *Job) term() {
-	j.lease.stop()
-	if err := j.msg.Term(); err != nil {
-		j.w.log.Warn("terminating dead job", "job", j.id, "err", err)
+// settle ends the delivery's message as a says (lease.settle); an error (the
+// connection is gone) is logged: the job comes back after AckWait, and its record
+// decides then.
+func (j *Job) settle(a msgAction, delay time.Duration) {
+	if err := j.lease.settle(a, delay); err != nil {
+		j.w.log.Warn(a.String()+" not sent; the job will be redelivered", "job", j.id, "err", err)
 	}
 }
 

@@ -77,3 +77,37 @@ func (l *lease) stop() {
 	l.t.Stop()
 	l.mu.Unlock()
 }
+
+// msgAction is what becomes of a delivery's message as the delivery ends.
+type msgAction int
+
+const (
+	msgLeave msgAction = iota // nothing: the job is another run's, or it comes back after AckWait
+	msgAck                    // removed from the queue: its record says the job ended, or an unfenced run succeeded
+	msgNak                    // put back, to be delivered again after a delay
+	msgTerm                   // removed for good: dead (its dead letter out) or cancelled
+)
+
+var msgActionNames = [...]string{"leave", "ack", "nak", "term"}
+
+func (a msgAction) String() string { return msgActionNames[a] }
+
+// settle stops the progress reports and then acks, naks with delay or terminates the
+// message, or leaves it, as a says. It is the only place a delivery's message is
+// acked, put back or terminated. None waits for the server's reply: the job record is
+// the truth, and a reply that is lost only brings the job back after AckWait, when its
+// record decides (waiting would cost a round trip per job, on a server that fsyncs
+// each write the fsync of the job's removal). The reports stop first: one after a nak
+// would move the redelivery to AckWait from then.
+func (l *lease) settle(a msgAction, delay time.Duration) error {
+	l.stop()
+	switch a {
+	case msgAck:
+		return l.msg.Ack()
+	case msgNak:
+		return l.msg.NakWithDelay(delay)
+	case msgTerm:
+		return l.msg.Term()
+	}
+	return nil
+}

@@ -8,17 +8,6 @@ import (
 	"github.com/workq/workq/internal/metrics"
 )
 
-// Outcome label values of workq_jobs_processed_total. Bounded on purpose.
-const (
-	outcomeCommitted  = "committed"  // ran, committed and acked
-	outcomeRetried    = "retried"    // failed, scheduled again after a backoff
-	outcomeDead       = "dead"       // moved to dead letters
-	outcomeReassigned = "reassigned" // finished, but another delivery owned the job: refused
-	outcomeStale      = "stale"      // not run: a newer delivery had claimed the job
-	outcomeCancelled  = "cancelled"  // cancelled: stopped while running, or dropped before it ran
-	outcomeFailed     = "failed"     // a server error kept the outcome from being written; redelivered
-)
-
 // workerMetrics are a worker's collectors, resolved for its queue once. A Worker
 // without the Metrics option gets unregistered collectors: updating them is cheap and
 // keeps the code free of nil checks.
@@ -32,14 +21,14 @@ type workerMetrics struct {
 // kindMetrics are the series of one (queue, kind), resolved when the kind is first
 // seen so that counting a job costs no label lookup.
 type kindMetrics struct {
-	committed, retried, dead, reassigned, stale, cancelled, failed prometheus.Counter
-	duration, wait                                                 prometheus.Observer
+	processed      [len(endings)]prometheus.Counter // by ending (settle.go)
+	duration, wait prometheus.Observer
 }
 
 func newMetrics(reg prometheus.Registerer, q string) (*workerMetrics, error) {
 	processed, err := metrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "workq_jobs_processed_total",
-		Help: "Deliveries handled by workers, by outcome: committed, retried, dead, reassigned (commit refused: another worker owns the job), stale (skipped: a newer delivery claimed it), cancelled (stopped or dropped: the job was cancelled), failed (a server error kept the outcome from being written).",
+		Help: "Deliveries handled by workers, by how they ended: committed, retried, dead, handed_back (a stopping worker gave the job back), reassigned (its outcome was refused: another delivery owns the job), cancelled (stopped or dropped: the job was cancelled), failed (a server error kept the outcome from being written), already_ended (a copy of an enqueue that ended: not run), watched (another run holds the job: put back), busy (another enqueue of the id is live: put back), early (its retry time had not come: put back), unique_dropped (its unique key is held by another job: dropped).",
 	}, []string{"queue", "kind", "outcome"}))
 	if err != nil {
 		return nil, err
@@ -86,17 +75,11 @@ func newMetrics(reg prometheus.Registerer, q string) (*workerMetrics, error) {
 		heartbeats:   heartbeats.WithLabelValues(q),
 		redeliveries: redeliveries.WithLabelValues(q),
 		kinds: metrics.NewKinds(func(kind string) *kindMetrics {
-			return &kindMetrics{
-				committed:  processed.WithLabelValues(q, kind, outcomeCommitted),
-				retried:    processed.WithLabelValues(q, kind, outcomeRetried),
-				dead:       processed.WithLabelValues(q, kind, outcomeDead),
-				reassigned: processed.WithLabelValues(q, kind, outcomeReassigned),
-				stale:      processed.WithLabelValues(q, kind, outcomeStale),
-				cancelled:  processed.WithLabelValues(q, kind, outcomeCancelled),
-				failed:     processed.WithLabelValues(q, kind, outcomeFailed),
-				duration:   duration.WithLabelValues(q, kind),
-				wait:       wait.WithLabelValues(q, kind),
+			k := &kindMetrics{duration: duration.WithLabelValues(q, kind), wait: wait.WithLabelValues(q, kind)}
+			for e, spec := range endings {
+				k.processed[e] = processed.WithLabelValues(q, kind, spec.name)
 			}
+			return k
 		}),
 	}, nil
 }

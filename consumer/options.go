@@ -266,8 +266,10 @@ func Logger(l *slog.Logger) Option {
 }
 
 // Metrics registers the worker's metrics on reg, labelled by queue (and kind and
-// outcome where they apply): workq_jobs_processed_total{outcome=committed|retried|
-// dead|reassigned|stale|failed}, workq_job_handler_duration_seconds,
+// outcome where they apply): workq_jobs_processed_total (its outcome is how each
+// delivery ended: committed, retried, dead, handed_back, reassigned, cancelled,
+// failed, already_ended, watched, busy, early, unique_dropped; the names of Stats'
+// fields, docs/metrics.md), workq_job_handler_duration_seconds,
 // workq_job_wait_seconds, workq_jobs_in_flight, workq_heartbeats_total and
 // workq_redeliveries_total. The kind label takes the first 50 distinct job kinds a
 // process sees per queue; later kinds are counted as "other", so that kinds set by

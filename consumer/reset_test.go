@@ -55,7 +55,7 @@ func TestResetConsumerDoesNotRunAHeldJobTwice(t *testing.T) {
 	if _, err := js.ResetConsumer(ctx, "WORKQ_"+q, "workers"); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "B to find the job held", func() bool { return wB.Stats().Stale > 0 })
+	testenv.Eventually(t, 10*time.Second, "B to find the job held", func() bool { return wB.Stats().Watched > 0 })
 	// Longer than the lease: A's renewals keep it alive.
 	time.Sleep(3 * time.Second)
 	select {

@@ -89,7 +89,7 @@ func TestSecondCopyOfARunningFiringDroppedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 5*time.Second, "the second copy watched while the first runs", func() bool {
-		return w.Stats().Stale > 0
+		return w.Stats().Watched > 0
 	})
 	close(release)
 	// Both end soon after the first commits: the copy put back is read again within a

@@ -148,7 +148,7 @@ func TestTakeoverWhileTheWatchersSlotIsBusy(t *testing.T) {
 	if _, err := js.PublishMsg(testenv.Context(t, 5*time.Second), copyMsg); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "W1 to see the copy held by A", func() bool { return w1.Stats().Stale >= 1 })
+	testenv.Eventually(t, 10*time.Second, "W1 to see the copy held by A", func() bool { return w1.Stats().Watched >= 1 })
 	if _, err := p.Enqueue(testenv.Context(t, 5*time.Second), nil, producer.ID("long")); err != nil {
 		t.Fatal(err)
 	}

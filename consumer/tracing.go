@@ -51,10 +51,10 @@ type DeliverySpan interface {
 	// letter"; kv are attribute pairs, as log/slog takes them.
 	Event(name string, kv ...any)
 	// End ends the span with the delivery's outcome, as workq_jobs_processed_total
-	// names it (committed, retried, dead, reassigned, cancelled, failed), or handed
-	// back, or, for a delivery that did not run, why (already ended, watched, busy,
-	// early; not run: handed back by a stopping worker before its claim), and the
-	// error, if any (the handler's, or why).
+	// names it (committed, retried, dead, handed_back, reassigned, cancelled, failed,
+	// already_ended, watched, busy, early, unique_dropped; docs/metrics.md), or "not
+	// run" (handed back by a stopping worker before its claim), and the error, if any
+	// (the handler's, or why).
 	End(outcome string, err error)
 	// TraceID is the span's trace id, 32 hex digits, for the exemplars of the
 	// handler duration histogram; "" when there is none.

@@ -30,29 +30,17 @@ func (w *Worker) holdUnique(ctx context.Context, j *Job) bool {
 	defer cancel()
 	holder, err := w.holdKey(wctx, j)
 	if err != nil {
-		w.ended(j, endUnsettled, err, 0, "step", "unique key", "unique", j.unique)
-		j.nak(w.cfg.backoff(1))
+		p := unsettled("unique key", err, w.cfg.backoff(1))
+		p.args = append(p.args, "unique", j.unique)
+		w.execute(ctx, j, p)
 		return false
 	}
 	if holder == "" {
 		return true
 	}
 	reason := fmt.Errorf("unique key %s is held by job %s: this job was stored after its enqueue had been taken over, and never runs", j.unique, holder)
-	if j.fenced {
-		err = w.update(ctx, j, func(next *record.Record) {
-			next.State, next.LastError, next.FinishedAt, next.RetryAt = record.Cancelled, reason.Error(), time.Now(), time.Time{}
-			next.Attempt = max(0, next.Attempt-1)
-		})
-		if err != nil {
-			w.outcomeFailed(j, "cancel", err)
-			return false
-		}
-	} else {
-		w.putRecord(ctx, j, record.Cancelled, reason, 0)
-	}
-	w.log.Warn(fmt.Sprintf("job %s dropped: its unique key is held by another job", j.id), "job", j.id, "unique", j.unique, "holder", holder)
-	w.stats.uniqueDropped.Add(1)
-	j.term()
+	w.execute(ctx, j, plan{write: record.Cancelled, unrun: true, ending: endUniqueDropped, reason: reason, msg: msgTerm,
+		args: []any{"unique", j.unique, "holder", holder}})
 	return false
 }
 

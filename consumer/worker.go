@@ -236,8 +236,7 @@ func (w *Worker) background(fn func()) {
 // handBack gives back a delivery that never started, for prompt redelivery. It
 // wrote nothing: a claim is written only by a delivery that runs.
 func (w *Worker) handBack(l *lease) {
-	l.stop()
-	if err := l.msg.Nak(); err != nil {
+	if err := l.settle(msgNak, 0); err != nil {
 		w.log.Debug("hand back", "err", err)
 	}
 	w.stats.handedBack.Add(1)

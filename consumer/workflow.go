@@ -27,9 +27,9 @@ var ErrParentFailed = errors.New("parent task did not succeed")
 var ErrNotParent = errors.New("not a parent task of this job")
 
 // tellDependents tells the dependents of task rec, which ended (or the next job of
-// sequence job rec), before the delivery is acked or terminated. It reports whether they were told; when not (a server
-// error), it has put the delivery back after a backoff: its next delivery finds the
-// record ended and tells them then.
+// sequence job rec), before the delivery is acked or terminated. It reports whether
+// they were told; when not (a server error), the delivery is put back (execute): its
+// next delivery finds the record ended and tells them then.
 func (w *Worker) tellDependents(ctx context.Context, j *Job, rec *record.Record) bool {
 	if rec == nil || (rec.Workflow == "" || len(rec.Dependents) == 0) && rec.SequenceKey == "" {
 		return true
@@ -37,10 +37,8 @@ func (w *Worker) tellDependents(ctx context.Context, j *Job, rec *record.Record)
 	wctx, cancel := w.writeContext(ctx)
 	defer cancel()
 	if err := w.flows.Ended(wctx, rec); err != nil {
-		j.lease.stop()
 		w.log.Warn(fmt.Sprintf("job %s: its dependent tasks were not all told that it ended; its next delivery tells them", j.id),
 			"job", j.id, "workflow", rec.Workflow, "err", err)
-		j.nak(w.cfg.backoff(1))
 		return false
 	}
 	return true

@@ -134,27 +134,15 @@ func (w *Worker) planAdded(added []NewTask, parent *record.Record) []*record.Rec
 	return out
 }
 
-// commitWithTasks commits j with the tasks its run added: one atomic batch of j's
-// done record (over its claim), the new records and its dependents' records (each
-// over the revision read), read again and sent again while only a dependent's
-// revision moved (another parent told it). Then it settles as a plain commit does.
-func (w *Worker) commitWithTasks(ctx context.Context, j *Job) {
+// commitWithTasks writes j's commit with the tasks its run added (writeOutcome): one
+// atomic batch of j's done record (over its claim), the new records and its
+// dependents' records (each over the revision read), read again and sent again while
+// only a dependent's revision moved (another parent told it). errTaskExists: an added
+// task's name exists (the job dies); record.ErrConflict: the claim was lost.
+func (w *Worker) commitWithTasks(ctx context.Context, j *Job) error {
 	ctx, cancel := w.writeContext(ctx)
 	defer cancel()
-	err := w.commitAdded(ctx, j, w.planAdded(j.added, j.task()))
-	switch {
-	case errors.Is(err, errTaskExists):
-		w.deadLetter(ctx, j, Permanent(err), true)
-		return
-	case err != nil:
-		w.outcomeFailed(j, "commit", err)
-		return
-	}
-	w.releaseUnique(ctx, j)
-	w.ended(j, endCommitted, nil, 0)
-	if w.tellDependents(ctx, j, j.task()) {
-		w.ack(j)
-	}
+	return w.commitAdded(ctx, j, w.planAdded(j.added, j.task()))
 }
 
 // errTaskExists is the cause of a commit whose added task's name exists in the

@@ -57,8 +57,8 @@ func ExampleWork_retry() {
 		fmt.Println(res.Outcome, res.Delay, res.Panic, res.Record.Attempt)
 	})
 	// Output:
-	// retrying 30s retry after 30s: rate limited
-	// retrying 1m0s attempt 3 3
+	// retried 30s retry after 30s: rate limited
+	// retried 1m0s attempt 3 3
 }
 
 // Reminder is a typed job.

@@ -40,7 +40,7 @@ func TestOnceRunsTheHandlerOnce(t *testing.T) {
 func TestOutcomeOf(t *testing.T) {
 	t.Parallel()
 	for o, want := range map[attempt.Outcome]Outcome{
-		attempt.Committed: Committed, attempt.Retrying: Retrying, attempt.Dead: Dead, attempt.Stale: Stale, attempt.Cancelled: Cancelled,
+		attempt.Committed: Committed, attempt.Retrying: Retrying, attempt.Dead: Dead, attempt.Reassigned: Reassigned, attempt.Cancelled: Cancelled,
 	} {
 		if got, err := outcomeOf(attempt.Report{Outcome: o}); got != want || err != nil {
 			t.Errorf("outcome %d: %q, %v; want %q", o, got, err, want)

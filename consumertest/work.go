@@ -42,14 +42,20 @@ const (
 	// Committed: the handler returned nil; the job is done, its result in the record.
 	Committed Outcome = "committed"
 	// Retrying: the attempt failed and the job will run again after Result.Delay (the
-	// handler's consumer.RetryAfter, or the worker's backoff).
-	Retrying Outcome = "retrying"
+	// handler's consumer.RetryAfter, or the worker's backoff). The worker counts it
+	// "retried", as its logs and metrics name it.
+	Retrying Outcome = "retried"
 	// Dead: the job failed for good — consumer.Permanent, the last allowed attempt, a
 	// malformed payload or an unknown kind — and is in the queue's dead letters.
 	Dead Outcome = "dead"
-	// Stale: another delivery claimed the job while the handler ran; nothing was
-	// committed. Work does not arrange this; it reports it if it happens.
-	Stale Outcome = "stale"
+	// Reassigned: another delivery claimed the job while the handler ran (the run's
+	// claim went stale: consumer.ErrStale); nothing was committed. Work does not
+	// arrange this; it reports it if it happens.
+	Reassigned Outcome = "reassigned"
+	// Stale is Reassigned, under its old name.
+	//
+	// Deprecated: use Reassigned, as the worker's logs and metrics name it.
+	Stale = Reassigned
 	// Cancelled: the job was cancelled while the handler ran (consumer.ErrCancelled);
 	// nothing was committed and it will not run again. Work does not arrange this; it
 	// reports it if it happens.
@@ -313,8 +319,8 @@ func outcomeOf(r attempt.Report) (Outcome, error) {
 		return Retrying, nil
 	case attempt.Dead:
 		return Dead, nil
-	case attempt.Stale:
-		return Stale, nil
+	case attempt.Reassigned:
+		return Reassigned, nil
 	case attempt.Cancelled:
 		return Cancelled, nil
 	case attempt.HandedBack:

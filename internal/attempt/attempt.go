@@ -28,8 +28,8 @@ const (
 	// Dead: the job failed for good (a permanent error, the last attempt, a job that
 	// could not be run); the record says dead and its dead letter is published.
 	Dead
-	// Stale: another delivery claimed the job; nothing was committed or acked.
-	Stale
+	// Reassigned: another delivery claimed the job; nothing was committed or acked.
+	Reassigned
 	// HandedBack: the worker stopped and cut the run short; the job is put back, the
 	// attempt not counted.
 	HandedBack
