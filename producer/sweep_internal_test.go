@@ -74,8 +74,8 @@ func TestSweepFinishesEnqueuesOfDeadProducers(t *testing.T) {
 			t.Fatalf("%s before the sweep: %+v, %v; want it stored, not run", id, rec, err)
 		}
 	}
-	if _, err := p.EnqueueWorkflow(ctx, part()); !errors.Is(err, ErrWorkflowExists) {
-		t.Fatalf("the second workflow again before the sweep: %v; want ErrWorkflowExists (its enqueue's mark)", err)
+	if _, err := p.EnqueueWorkflow(ctx, part()); !errors.Is(err, ErrWorkflowUnderWay) {
+		t.Fatalf("the second workflow again before the sweep: %v; want ErrWorkflowUnderWay (its enqueue's mark)", err)
 	}
 
 	var mu sync.Mutex

@@ -122,6 +122,14 @@ type WorkflowInfo struct {
 // exists already: the workflow was enqueued before (cancel it, or use another id).
 var ErrWorkflowExists = errors.New("workflow exists")
 
+// ErrWorkflowUnderWay is returned by EnqueueWorkflow when another enqueue of the
+// workflow's id is under way, or was left half done by a process that died: the
+// workers' sweep finishes that one (its tasks then exist: ErrWorkflowExists) or, if
+// it had not written every record, removes it, within about twice
+// workflow.EnqueueGrace (a minute). Try again after a while: the answer is then one
+// of those, or the workflow is enqueued.
+var ErrWorkflowUnderWay = errors.New("workflow enqueue under way")
+
 // ErrInvalidWorkflow is returned by EnqueueWorkflow for a workflow it cannot store:
 // no tasks, a bad or repeated name, a parent that is no task of it, a cycle, or a
 // task that is delayed or unique. The error says which.
@@ -292,7 +300,7 @@ func (p *Producer) storeWorkflow(ctx context.Context, wf string, plan []plannedT
 // markEnqueue writes the mark of workflow enqueue m (workflow.EnqueueKey) and returns
 // what deletes it, best effort: a mark left behind is the sweep's to delete, after it
 // has checked the workflow. A mark there already is another enqueue of the workflow's
-// id, under way or left: ErrWorkflowExists.
+// id, under way or left: ErrWorkflowUnderWay.
 func (p *Producer) markEnqueue(ctx context.Context, m workflow.Enqueue) (unmark func(), err error) {
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -304,7 +312,7 @@ func (p *Producer) markEnqueue(ctx context.Context, m workflow.Enqueue) (unmark 
 	key := workflow.EnqueueKey(m.Workflow)
 	rev, err := p.records.CreateKey(ctx, key, b)
 	if errors.Is(err, record.ErrConflict) {
-		return nil, fmt.Errorf("%w: an enqueue of workflow %s is under way, or was left half done and is not swept yet", ErrWorkflowExists, m.Workflow)
+		return nil, fmt.Errorf("%w: an enqueue of workflow %s is under way, or was left half done and is not swept yet", ErrWorkflowUnderWay, m.Workflow)
 	}
 	if err != nil {
 		return nil, err
