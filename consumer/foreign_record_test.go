@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,36 +105,49 @@ type hostileValue struct {
 	name   string
 	value  func(id string, seq uint64, maxPayload int64) []byte
 	reason string // what the worker's log and the dead letter say is wrong
+	// ackWait is the worker's AckWait with this value at the key; 0: a second. A
+	// claim's reads are bounded by AckWait, so it must cover reading the value.
+	ackWait time.Duration
+}
+
+// lease is the AckWait of a worker meeting hv.
+func (hv hostileValue) lease() consumer.Option {
+	return consumer.AckWait(cmp.Or(hv.ackWait, time.Second))
 }
 
 // notRecords are values that are not the job's record: each must end the job in dead
 // letters, never committed.
 var notRecords = []hostileValue{
 	{"garbage", func(string, uint64, int64) []byte { return []byte("\x00\xff\xfe not json {{{") },
-		"do not decode as a job record"},
+		"do not decode as a job record", 0},
+	// Reading and decoding a value this large took 270 ms under the race detector
+	// with two other processes busy (the decode 200 ms of it), and more than the
+	// claim's bound of a second on a loaded CI machine, where the job's claims then
+	// timed out again and again, backing off, past the test's wait: its worker gets
+	// five seconds.
 	{"huge-json", func(_ string, _ uint64, max int64) []byte {
 		return fmt.Appendf(nil, `{"junk":%q}`, strings.Repeat("x", int(max)-4096))
-	}, `the record of job ""`},
+	}, `the record of job ""`, 5 * time.Second},
 	// Another job's record, done, with this job's stream sequence: taken as this
 	// job's state it would ack the job as committed without running it.
 	{"other-job", func(_ string, seq uint64, _ int64) []byte {
 		return fmt.Appendf(nil, `{"id":"someone-else","queue":"elsewhere","state":"done","attempt":1,"sequence":%d,"result":"c3RvbGVu"}`, seq)
-	}, `the record of job "someone-else"`},
+	}, `the record of job "someone-else"`, 0},
 	{"unknown-state", func(id string, seq uint64, _ int64) []byte {
 		return fmt.Appendf(nil, `{"id":%q,"state":"exploded","attempt":1,"sequence":%d}`, id, seq)
-	}, `unknown state "exploded"`},
+	}, `unknown state "exploded"`, 0},
 	{"negative-attempt", func(id string, seq uint64, _ int64) []byte {
 		return fmt.Appendf(nil, `{"id":%q,"state":"done","attempt":-5,"sequence":%d}`, id, seq)
-	}, "negative attempt -5"},
+	}, "negative attempt -5", 0},
 	{"wrong-types", func(id string, _ uint64, _ int64) []byte {
 		return fmt.Appendf(nil, `{"id":%q,"state":"running","attempt":"two","worker":[1,2],"sequence":-1}`, id)
-	}, "do not decode as a job record"},
+	}, "do not decode as a job record", 0},
 }
 
 // foreignWorker starts a worker on q with a short AckWait, h, and its log kept in lg.
-func foreignWorker(t *testing.T, js jetstream.JetStream, q string, h consumer.Handler, lg *textLog) *consumer.Worker {
+func foreignWorker(t *testing.T, js jetstream.JetStream, q string, h consumer.Handler, lg *textLog, opts ...consumer.Option) *consumer.Worker {
 	t.Helper()
-	w := newWorker(t, js, q, h, consumer.AckWait(time.Second), consumer.Logger(lg.logger()))
+	w := newWorker(t, js, q, h, append([]consumer.Option{consumer.AckWait(time.Second), consumer.Logger(lg.logger())}, opts...)...)
 	runWorker(t, w)
 	return w
 }
@@ -178,7 +192,7 @@ func TestForeignValueBeforeDeliveryDeadLettersTheJob(t *testing.T) {
 			w := foreignWorker(t, js, q, consumer.HandlerFunc(func(context.Context, *consumer.Job) error {
 				runs.Add(1)
 				return nil
-			}), lg)
+			}), lg, hv.lease())
 			wantDeadNotCommitted(t, js, p, w, q, id, hv.reason)
 			ln := lg.waitLine(t, 5*time.Second, "job "+id+": the value at its key is not its record", "queue="+q, "job="+id, strings.ReplaceAll(hv.reason, `"`, `\"`)) // slog's text quotes the error
 			t.Logf("logged: %s", ln)
@@ -215,7 +229,7 @@ func TestForeignValueDuringRunFencesTheCommit(t *testing.T) {
 				}
 				foreignPut(t, js, q, id, hv.value(id, seq, js.Conn().MaxPayload()))
 				return nil // commits at once: before any heartbeat can see the value
-			}), lg)
+			}), lg, hv.lease())
 			lg.waitLine(t, 10*time.Second, "job "+id+" was reassigned", "queue="+q, "job="+id, "commit refused")
 			wantDeadNotCommitted(t, js, p, w, q, id, hv.reason)
 			t.Logf("logged: %s", lg.line("job "+id+": the value at its key is not its record"))
