@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/workq/workq/consumer"
+	"github.com/workq/workq/internal/workflow"
 	"github.com/workq/workq/producer"
 )
 
@@ -473,8 +474,16 @@ func checkFlow(t *testing.T, q string, nc *nats.Conn, js jetstream.JetStream, o 
 	for _, name := range g.names {
 		isTask[taskID(name)] = true
 	}
+	mark := workflow.EnqueueKey(flowID)
 	for key, revs := range byKey {
-		if !isTask[key] {
+		switch {
+		case key == mark:
+			// The enqueue's mark (for the sweep): written before the first record,
+			// deleted once the roots were published.
+			if revs[0].op != "" || revs[len(revs)-1].op == "" {
+				t.Errorf("VIOLATION: the workflow enqueue's mark %s was not written and then deleted: %s", key, history(revs))
+			}
+		case !isTask[key]:
 			t.Errorf("VIOLATION: a record for %s, no task of the workflow: %s", key, history(revs))
 		}
 	}
