@@ -58,7 +58,7 @@ func (h *eventHandler) Handle(_ context.Context, r slog.Record) error {
 	case strings.HasSuffix(r.Message, "was reassigned"):
 		h.p.event("✗", "%s: %s — its late commit is refused (another worker owns the job)", attrs["worker"], r.Message)
 	case strings.HasSuffix(r.Message, "moved to dead letters"):
-		h.p.event("☠", "%s: %s after %s attempts (%s)", attrs["worker"], r.Message, attrs["attempt"], attrs["reason"])
+		h.p.event("☠", "%s: %s after %s attempts (%s)", attrs["worker"], r.Message, attrs["attempt"], attrs["err"])
 	default:
 		h.p.event("!", "%s: %s %v", attrs["worker"], r.Message, attrs)
 	}
