@@ -19,13 +19,17 @@ func isCancelled(j *Job, rec *record.Record) bool {
 	return rec.State == record.Cancelled && sameEnqueue(j, rec)
 }
 
-// lostCause is why j lost its claim: ErrCancelled if its record says it was cancelled,
-// else ErrStale. It reads the record, on this rare path only; a read that fails says
-// ErrStale, and the job is settled as reassigned.
+// lostCause is why j lost its claim: ErrCancelled if its record says the cancel was
+// written over this run's claim, else ErrStale. A run whose claim another run took
+// over before the cancel (it froze past its lease, say) lost it to that run: that run
+// is the one the cancel stops, and its end, not this one's, releases what waits for
+// the job (a sequence's next job), which must not start while it runs. It reads the
+// record, on this rare path only; a read that fails says ErrStale, and the job is
+// settled as reassigned.
 func (w *Worker) lostCause(ctx context.Context, j *Job) error {
 	rec, err := w.records.Get(ctx, j.id)
 	switch {
-	case err == nil && isCancelled(j, rec):
+	case err == nil && isCancelled(j, rec) && rec.Run == j.run:
 		return cancelledError(j)
 	case errors.Is(err, record.ErrCorrupt):
 		// Something that is not this job's record was written over the claim: the

@@ -366,3 +366,91 @@ func TestSequenceCancelledRunHoldsItsKeyUntilItEnds(t *testing.T) {
 	}
 	emptyStream(t, js, q)
 }
+
+// A cancel written over the claim of a run that took the job over releases the next
+// job of its key after that run's end, not when the run it took over from (frozen
+// past its lease, its claim lost before the cancel) comes back and finds the cancel.
+// Worker A runs a and freezes; B takes a over and runs it; a is cancelled; A thaws,
+// its renewal is refused, and it reads the cancelled record. B's run goes on for
+// 1.5 s after it sees the cancel; b must start after it returns.
+//
+// Found by the simulation (seed 14744, 2 of 15 replays): A settled its lost run as the
+// cancelled one and told b, which ran beside B's run of a. Fails with lostCause taking
+// any cancel of the enqueue for this run's own.
+func TestSequenceCancelOfATakenOverRunReleasesAfterTheTakeover(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	js := env.JetStream(t)
+	const q = "seq-cancel-taken-over"
+	opts := []consumer.Option{consumer.AckWait(2 * time.Second)}
+	p := newProducer(t, js, q)
+
+	var mu sync.Mutex
+	var aOnB, bStart time.Time // when B's run of a returned, when b started
+	started := make(chan string, 8)
+	handler := func(worker string) consumer.HandlerFunc {
+		return func(ctx context.Context, j *consumer.Job) error {
+			started <- worker + ":" + j.ID()
+			if j.ID() == "b" {
+				mu.Lock()
+				bStart = time.Now()
+				mu.Unlock()
+				return nil
+			}
+			<-ctx.Done()
+			if worker == "B" {
+				time.Sleep(1500 * time.Millisecond) // a step it finishes before it looks at its context
+				mu.Lock()
+				aOnB = time.Now()
+				mu.Unlock()
+			}
+			return ctx.Err()
+		}
+	}
+	wait := func(what string) {
+		t.Helper()
+		for {
+			select {
+			case got := <-started:
+				if got == what {
+					return
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s did not start within 30 s", what)
+			}
+		}
+	}
+
+	px := testenv.StartProxy(t, env.URL())
+	jsA, err := jetstream.New(px.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wA := newWorker(t, jsA, q, handler("A"), append(opts, consumer.Name("A"), consumer.Concurrency(1), consumer.Prefetch(0))...)
+	runWorker(t, wA)
+	ctx := testenv.Context(t, 60*time.Second)
+	for _, id := range []string{"a", "b"} {
+		if _, err := p.Enqueue(ctx, nil, producer.ID(id), producer.Sequence("k")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait("A:a")
+	px.Pause() // A freezes: its claim's lease runs out
+	wB := newWorker(t, js, q, handler("B"), append(opts, consumer.Name("B"), consumer.Concurrency(2))...)
+	runWorker(t, wB)
+	wait("B:a")
+	if _, err := p.Cancel(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	px.Resume() // A's renewal is refused, and it finds the cancel
+
+	recs := waitEnded(t, p, []string{"a", "b"})
+	if recs["a"].State != producer.StateCancelled || recs["b"].State != producer.StateDone {
+		t.Fatalf("a %s, b %s; want cancelled, done", recs["a"].State, recs["b"].State)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if aOnB.IsZero() || !bStart.After(aOnB) {
+		t.Errorf("b started at %s, B's run of a returned at %s; want b after it", bStart.Format("15:04:05.000"), aOnB.Format("15:04:05.000"))
+	}
+}
