@@ -122,8 +122,7 @@ func (w *Worker) lostPlan(ctx context.Context, j *Job, cause error, why string) 
 // commit whose added task exists dies; a conflict means the claim was lost; anything
 // else leaves the job to be redelivered.
 func (w *Worker) refused(ctx context.Context, j *Job, p plan, err error) plan {
-	step := map[record.State]string{record.Done: "commit", record.Retrying: "record retry", record.Queued: "hand back",
-		record.Dead: "dead-letter", record.Cancelled: "cancel"}[p.write]
+	step := stepOf(p.write)
 	switch {
 	case errors.Is(err, errTaskExists):
 		return w.deadPlan(j, Permanent(err))
@@ -131,6 +130,21 @@ func (w *Worker) refused(ctx context.Context, j *Job, p plan, err error) plan {
 		return w.lostPlan(ctx, j, nil, step+" refused")
 	}
 	return unsettled(step, err, 0)
+}
+
+// stepOf names the write of a final record in state s, for the log of its failure.
+func stepOf(s record.State) string {
+	switch s {
+	case record.Done:
+		return "commit"
+	case record.Retrying:
+		return "record retry"
+	case record.Queued:
+		return "hand back"
+	case record.Dead:
+		return "dead-letter"
+	}
+	return "cancel"
 }
 
 // unsettled is how a delivery ends that a server error kept from its outcome: put

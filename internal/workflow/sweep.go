@@ -69,10 +69,10 @@ type Enqueue struct {
 
 // Swept is what one sweep did.
 type Swept struct {
-	Sequences int // sequences whose last job, unclaimed, was published or told
-	Workflows int // workflows whose roots were finished
-	Removed   int // workflows removed, their records not all written
-	More      bool
+	Sequences int  // sequences whose last job, unclaimed, was published or told
+	Workflows int  // workflows whose roots were finished
+	Removed   int  // workflows removed, their records not all written
+	More      bool // it stopped at sweepLimit keys of a kind: sweep again to go on
 }
 
 // sweepLimit bounds the keys of each kind one sweep visits: the next sweep goes on
